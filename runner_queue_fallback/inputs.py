@@ -1,0 +1,459 @@
+"""The action inputs, read the way a container action receives them, with every rule of the spec.
+
+A Docker action gets each input as `INPUT_<NAME>` with the name upper-cased and hyphens kept
+(`INPUT_SOURCE-REF`); a blank value means the input was omitted. Every error names the input as
+spelled in action.yml, shows what was given (never the token) and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.errors import InputError, RQFError
+from runner_queue_fallback.profiles import MEMORY_GROUP, Candidate, LabelInfo, Profile, parse_label
+
+__all__ = [
+    "COORDINATOR_INPUTS",
+    "GUARD_INPUTS",
+    "CoordinatorInputs",
+    "GuardInputs",
+    "InputErrors",
+    "PoolSettings",
+    "RunContext",
+    "env_name",
+    "read_coordinator_inputs",
+    "read_guard_inputs",
+    "read_pool_settings",
+    "read_run_context",
+]
+
+#: Every coordinator input, as spelled in action.yml.
+COORDINATOR_INPUTS = (
+    "workflow",
+    "workflow-ref",
+    "source-ref",
+    "source-sha",
+    "runner-type",
+    "queue-policy",
+    "queue-timeout-minutes",
+    "execution-timeout-minutes",
+    "runners",
+    "workload",
+    "source-policy",
+    "token",
+)
+#: Every guard input, as spelled in guard/action.yml.
+GUARD_INPUTS = ("request-id", "parent-run-id", "parent-run-attempt", "source-ref", "source-sha", "token")
+
+QueuePolicy = Literal["standard", "extended"]
+SourcePolicy = Literal["current", "pinned-after-start"]
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SOURCE_REF = re.compile(r"^refs/(heads/\S+|tags/\S+|pull/\d+/(merge|head))$")
+_WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+_CANDIDATE_KEYS = {"group", "labels", "queue-timeout-minutes"}
+
+T = TypeVar("T")
+S = TypeVar("S", bound=str)
+
+
+class InputErrors(RQFError):
+    """One or more inputs are invalid; each is reported, and no API request was made."""
+
+    title = "Invalid input"
+
+    def __init__(self, errors: list[InputError]) -> None:
+        """Collect the individual errors."""
+        self.errors = errors
+        super().__init__("; ".join(str(error) for error in errors))
+
+
+def env_name(name: str) -> str:
+    """The environment variable the runner sets for input `name` (hyphens kept)."""
+    return "INPUT_" + name.replace(" ", "_").upper()
+
+
+def _raw(environ: Mapping[str, str], name: str) -> str | None:
+    """The input's value, or None when omitted or blank (the underscore spelling is a fallback)."""
+    for key in (env_name(name), env_name(name).replace("-", "_")):
+        value = environ.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+    return None
+
+
+class PoolSettings(BaseModel):
+    """What decides where the child may run and for how long: the inputs `plan` needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runner_type: str
+    profile: Profile
+    queue_policy: QueuePolicy
+    queue_timeout_minutes: float | None
+    execution_timeout_minutes: int
+    candidates: tuple[Candidate, ...]
+    overridden: bool
+
+
+class CoordinatorInputs(BaseModel):
+    """Every coordinator input, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow: str
+    workflow_ref: str
+    source_ref: str
+    source_sha: str
+    pools: PoolSettings
+    workload: str
+    source_policy: SourcePolicy
+    token: SecretStr
+
+
+class GuardInputs(BaseModel):
+    """Every guard input, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str
+    parent_run_id: int
+    parent_run_attempt: int
+    source_ref: str
+    source_sha: str
+    token: SecretStr
+
+
+class RunContext(BaseModel):
+    """What the runner tells every step about the run it is in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repository: str
+    run_id: int
+    run_attempt: int
+    api_url: str
+    server_url: str
+
+
+class _Reader:
+    """Reads inputs one by one and collects every error instead of stopping at the first."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.errors: list[InputError] = []
+
+    def get(self, name: str, parse: Callable[[str, str], T], default: T, *, required: bool) -> T:
+        raw = _raw(self.environ, name)
+        if raw is None:
+            if required:
+                self.errors.append(InputError(name, "is required and was not supplied"))
+            return default
+        try:
+            return parse(name, raw)
+        except InputError as error:
+            self.errors.append(error)
+            return default
+
+    def done(self) -> None:
+        if self.errors:
+            raise InputErrors(self.errors)
+
+
+def _choice(options: tuple[S, ...]) -> Callable[[str, str], S]:
+    def parse(name: str, raw: str) -> S:
+        for option in options:
+            if raw == option:
+                return option
+        raise InputError(name, "is not one of the allowed values", given=raw, allowed=", ".join(options))
+
+    return parse
+
+
+def _minutes(name: str, raw: str) -> float:
+    """A queue deadline in minutes: a number from 1 to 60."""
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (timing.QUEUE_MINUTES_MIN <= value <= timing.QUEUE_MINUTES_MAX):
+        raise InputError(name, "must be a number of minutes", given=raw, allowed="1 to 60")
+    return value
+
+
+def _execution_minutes(name: str, raw: str) -> int:
+    if not raw.isdigit() or not (1 <= int(raw) <= timing.EXECUTION_MINUTES_MAX):
+        raise InputError(
+            name, "must be a whole number of minutes", given=raw, allowed=f"1 to {timing.EXECUTION_MINUTES_MAX}"
+        )
+    return int(raw)
+
+
+def _positive_int(name: str, raw: str) -> int:
+    if not raw.isdigit() or int(raw) < 1 or len(raw) > 19:
+        raise InputError(name, "must be a positive whole number", given=raw, allowed="1, 2, 3, ...")
+    return int(raw)
+
+
+def _sha(name: str, raw: str) -> str:
+    if not _SHA.match(raw.lower()):
+        raise InputError(name, "must be a full commit SHA", given=raw, allowed="40 hexadecimal characters")
+    return raw.lower()
+
+
+def _source_ref(name: str, raw: str) -> str:
+    if not _SOURCE_REF.match(raw):
+        raise InputError(
+            name,
+            "must be a full ref",
+            given=raw,
+            allowed="refs/heads/<branch>, refs/tags/<tag>, refs/pull/<n>/merge or refs/pull/<n>/head",
+        )
+    return raw
+
+
+def _workflow(name: str, raw: str) -> str:
+    file = raw.removeprefix(".github/workflows/")
+    if not _WORKFLOW_FILE.match(file):
+        raise InputError(
+            name, "must be the child workflow's file name", given=raw, allowed="a file name like runner-worker.yml"
+        )
+    return file
+
+
+def _workflow_ref(name: str, raw: str) -> str:
+    if any(ch.isspace() for ch in raw) or raw.startswith("refs/pull/"):
+        raise InputError(
+            name, "must be a trusted branch or tag name", given=raw, allowed="a branch or tag such as main or v1"
+        )
+    return raw.removeprefix("refs/heads/").removeprefix("refs/tags/")
+
+
+def _workload(name: str, raw: str) -> str:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError(name, f"is not valid JSON ({exc.msg})", given=raw, allowed="a JSON object") from exc
+    if not isinstance(value, dict):
+        raise InputError(name, "must be a JSON object", given=raw, allowed='a JSON object such as {"shard": 1}')
+    return raw
+
+
+def _text(name: str, raw: str) -> str:
+    if any(ch in raw for ch in "\r\n"):
+        raise InputError(name, "must be a single line", given=raw)
+    return raw
+
+
+def _token(name: str, raw: str) -> SecretStr:
+    if any(ch.isspace() for ch in raw):
+        raise InputError(name, "must be a token without spaces (its value is not shown)")
+    return SecretStr(raw)
+
+
+def read_pool_settings(environ: Mapping[str, str], profiles: Mapping[str, Profile]) -> PoolSettings:
+    """Read runner-type, queue-policy, the deadlines and runners; resolve the candidate list."""
+    reader = _Reader(environ)
+    settings = _read_pools(reader, profiles)
+    reader.done()
+    assert settings is not None  # noqa: S101  # done() raised if anything was missing
+    return settings
+
+
+def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSettings | None:
+    types = tuple(sorted(profiles))
+    runner_type = reader.get("runner-type", _choice(types), None, required=True)
+    policy: QueuePolicy = reader.get("queue-policy", _choice(("standard", "extended")), "standard", required=False)
+    minutes = reader.get("queue-timeout-minutes", _minutes, None, required=False)
+    execution = reader.get(
+        "execution-timeout-minutes", _execution_minutes, timing.DEFAULT_EXECUTION_MINUTES, required=False
+    )
+    raw_runners = _raw(reader.environ, "runners")
+    if runner_type is None:
+        return None
+    profile = profiles[runner_type]
+    if raw_runners is None:
+        candidates = profile.candidates(policy, minutes)
+    else:
+        try:
+            candidates = _override(raw_runners, profile, policy, minutes)
+        except InputError as error:
+            reader.errors.append(error)
+            return None
+    return PoolSettings(
+        runner_type=profile.runner_type,
+        profile=profile,
+        queue_policy=policy,
+        queue_timeout_minutes=minutes,
+        execution_timeout_minutes=execution,
+        candidates=candidates,
+        overridden=raw_runners is not None,
+    )
+
+
+def _override(raw: str, profile: Profile, policy: str, minutes: float | None) -> tuple[Candidate, ...]:
+    """Resolve an explicit `runners` list: it replaces the defaults entirely, or fails."""
+    try:
+        items = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise InputError("runners", f"is not valid JSON ({exc.msg})", given=raw, allowed=_RUNNERS_SHAPE) from exc
+    if not isinstance(items, list) or not 1 <= len(items) <= timing.MAX_CANDIDATES:
+        raise InputError("runners", "must be a JSON array of 1 to 7 candidates", given=raw, allowed=_RUNNERS_SHAPE)
+    default_minutes = minutes if minutes is not None else profile.default_queue_minutes(policy)
+    candidates: list[Candidate] = []
+    first_os: str | None = None
+    for index, item in enumerate(items, start=1):
+        candidate, info = _candidate(index, item, profile, default_minutes)
+        first_os = first_os or info.os
+        if info.os != first_os:
+            raise _bad(index, f"runs on OS {info.os!r} but the first candidate on {first_os!r}; all share one OS")
+        _check_duplicate(index, len(items), item, candidate, candidates)
+        candidates.append(candidate)
+    return tuple(candidates)
+
+
+_RUNNERS_SHAPE = '[{"group": "...", "labels": "...", "queue-timeout-minutes": 1-60 (optional)}, ...]'
+
+
+def _bad(index: int, problem: str) -> InputError:
+    return InputError("runners", f"candidate {index} {problem}", allowed=_RUNNERS_SHAPE)
+
+
+def _candidate(index: int, item: object, profile: Profile, default_minutes: float) -> tuple[Candidate, LabelInfo]:
+    if not isinstance(item, dict):
+        raise _bad(index, "must be an object with group and labels")
+    unknown = set(item) - _CANDIDATE_KEYS
+    if unknown:
+        raise _bad(index, f"has unknown key(s) {sorted(unknown)}")
+    group, labels = item.get("group"), item.get("labels")
+    if not isinstance(group, str) or not group.strip():
+        raise _bad(index, "needs a non-empty string 'group'")
+    labels_value = _labels(index, labels)
+    info = _label_info(index, labels_value, profile)
+    if info.memory_optimised and group != MEMORY_GROUP:
+        raise _bad(index, f"uses a memory-optimised label, which needs group {MEMORY_GROUP!r} (got {group!r})")
+    deadline = item.get("queue-timeout-minutes", default_minutes)
+    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not 1 <= deadline <= 60:
+        raise _bad(index, f"queue-timeout-minutes must be a number from 1 to 60 (got {deadline!r})")
+    return Candidate(group, labels_value, float(deadline)), info
+
+
+def _labels(index: int, labels: object) -> str | tuple[str, ...]:
+    if isinstance(labels, str) and labels.strip():
+        return labels
+    if isinstance(labels, list) and labels and all(isinstance(x, str) and x.strip() for x in labels):
+        return tuple(labels)
+    raise _bad(index, "needs 'labels': a non-empty string or array of strings")
+
+
+def _label_info(index: int, labels: str | tuple[str, ...], profile: Profile) -> LabelInfo:
+    names = (labels,) if isinstance(labels, str) else labels
+    infos = [info for name in names if (info := parse_label(name)) is not None]
+    if len(infos) != 1:
+        raise _bad(index, "needs exactly one runner label like linux-amd64-cpu16 or linux-amd64-gpu-l4-latest-1")
+    info = infos[0]
+    want = (profile.family, profile.arch, profile.gpus)
+    if (info.family, info.arch, info.gpus) != want:
+        raise _bad(
+            index,
+            f"is {info.family}/{info.arch}/{info.gpus} GPU(s) but runner-type {profile.runner_type!r} "
+            f"needs {profile.family}/{profile.arch}/{profile.gpus} GPU(s): family, architecture and "
+            "GPU count must be kept",
+        )
+    return info
+
+
+def _check_duplicate(index: int, total: int, item: dict[str, object], new: Candidate, seen: list[Candidate]) -> None:
+    """A repeated label is allowed only as the final candidate, with its own deadline, same group."""
+    earlier = next((c for c in seen if _same_labels(c.labels, new.labels)), None)
+    if earlier is None:
+        return
+    if index != total:
+        raise _bad(index, f"repeats labels {new.label_text!r}; a repeat is allowed only as the final candidate")
+    if "queue-timeout-minutes" not in item:
+        raise _bad(index, "repeats an earlier pool and must set its own queue-timeout-minutes")
+    if earlier.group != new.group:
+        raise _bad(index, f"repeats an earlier pool with another group ({new.group!r} vs {earlier.group!r})")
+
+
+def _same_labels(a: str | tuple[str, ...], b: str | tuple[str, ...]) -> bool:
+    as_set = {a} if isinstance(a, str) else set(a)
+    return as_set == ({b} if isinstance(b, str) else set(b))
+
+
+def read_coordinator_inputs(environ: Mapping[str, str], profiles: Mapping[str, Profile]) -> CoordinatorInputs:
+    """Read and validate every coordinator input; raise InputErrors listing every problem."""
+    reader = _Reader(environ)
+    workflow = reader.get("workflow", _workflow, "", required=True)
+    workflow_ref = reader.get("workflow-ref", _workflow_ref, "", required=True)
+    source_ref = reader.get("source-ref", _source_ref, "", required=True)
+    source_sha = reader.get("source-sha", _sha, "", required=True)
+    pools = _read_pools(reader, profiles)
+    workload = reader.get("workload", _workload, "{}", required=False)
+    source_policy: SourcePolicy = reader.get(
+        "source-policy", _choice(("current", "pinned-after-start")), "current", required=False
+    )
+    token = reader.get("token", _token, SecretStr(""), required=True)
+    reader.done()
+    assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
+    return CoordinatorInputs(
+        workflow=workflow,
+        workflow_ref=workflow_ref,
+        source_ref=source_ref,
+        source_sha=source_sha,
+        pools=pools,
+        workload=workload,
+        source_policy=source_policy,
+        token=token,
+    )
+
+
+def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
+    """Read and validate the guard's inputs."""
+    reader = _Reader(environ)
+    request_id = reader.get("request-id", _text, "", required=True)
+    parent_run_id = reader.get("parent-run-id", _positive_int, 0, required=True)
+    parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)
+    source_ref = reader.get("source-ref", _source_ref, "", required=True)
+    source_sha = reader.get("source-sha", _sha, "", required=True)
+    token = reader.get("token", _token, SecretStr(""), required=True)
+    reader.done()
+    return GuardInputs(
+        request_id=request_id,
+        parent_run_id=parent_run_id,
+        parent_run_attempt=parent_run_attempt,
+        source_ref=source_ref,
+        source_sha=source_sha,
+        token=token,
+    )
+
+
+def read_run_context(environ: Mapping[str, str]) -> RunContext:
+    """Read the run the step is in from the runner's GITHUB_* variables."""
+    errors: list[InputError] = []
+
+    def need(key: str, check: Callable[[str], bool], allowed: str) -> str:
+        value = environ.get(key, "").strip()
+        if not check(value):
+            errors.append(InputError(key, "is missing or invalid in the environment", given=value, allowed=allowed))
+        return value
+
+    repository = need("GITHUB_REPOSITORY", lambda v: bool(re.match(r"^[\w.-]+/[\w.-]+$", v)), "owner/name")
+    run_id = need("GITHUB_RUN_ID", str.isdigit, "a run id (set by the runner)")
+    attempt = need("GITHUB_RUN_ATTEMPT", str.isdigit, "a run attempt (set by the runner)")
+    if errors:
+        raise InputErrors(errors)
+    return RunContext(
+        repository=repository,
+        run_id=int(run_id),
+        run_attempt=int(attempt),
+        api_url=environ.get("GITHUB_API_URL", "").strip().rstrip("/") or "https://api.github.com",
+        server_url=environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/") or "https://github.com",
+    )

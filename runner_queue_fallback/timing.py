@@ -1,0 +1,59 @@
+"""Every timing and retry number of the specification, named, in one place.
+
+Each constant cites the line of the specification ("Behavior and limits") that it implements.
+"""
+
+from typing import Final
+
+# "allows up to two minutes for the parent's initial queued/requested/pending state or HTTP 404
+#  to become visible as active, polling every five seconds"
+PARENT_GRACE_SECONDS: Final = 120.0
+PARENT_POLL_SECONDS: Final = 5.0
+
+# "A newly dispatched child gets a two-minute startup window ... The first check waits fifteen
+#  seconds, counted within that window; pending metadata is then checked every five seconds."
+STARTUP_WINDOW_SECONDS: Final = 120.0
+STARTUP_FIRST_CHECK_SECONDS: Final = 15.0
+STARTUP_POLL_SECONDS: Final = 5.0
+
+# "Poll once per minute while queued or executing"
+QUEUE_POLL_SECONDS: Final = 60.0
+EXECUTION_POLL_SECONDS: Final = 60.0
+
+# "Run and job metadata are checked together every five seconds within one two-minute
+#  cancellation confirmation window"
+CANCEL_WINDOW_SECONDS: Final = 120.0
+CANCEL_POLL_SECONDS: Final = 5.0
+
+# "Standard policy retains 10-minute omitted deadlines"; "Extended policy uses CPU 10 minutes,
+#  GPU 15 minutes"; "Override from 1 to 60 minutes"
+STANDARD_QUEUE_MINUTES: Final = 10
+QUEUE_MINUTES_MIN: Final = 1
+QUEUE_MINUTES_MAX: Final = 60
+
+# "Defaults allow 180 minutes of execution"
+DEFAULT_EXECUTION_MINUTES: Final = 180
+EXECUTION_MINUTES_MAX: Final = 4320  # a workflow job on a self-hosted runner may run up to 5 days
+
+# "One to seven candidates"
+MAX_CANDIDATES: Final = 7
+
+# "Reads and cancellation honor rate-limit reset/Retry-After headers with at most two retries of
+#  at most one minute each. Network/timeouts, malformed JSON, HTTP 408 and HTTP 5xx responses also
+#  get at most two retries for reads/cancellation, normally after 5s and 10s."
+MAX_RETRIES: Final = 2
+TRANSIENT_BACKOFF_SECONDS: Final = (5.0, 10.0)
+RATE_LIMIT_WAIT_CAP_SECONDS: Final = 60.0
+
+# Not in the spec: how long one HTTP request may take before it counts as a timeout.
+# GitHub itself ends a request after 10 s of processing.
+REQUEST_TIMEOUT_SECONDS: Final = 15.0
+
+# "SIGINT ... If it has not exited after 7500 ms, the runner sends SIGTERM" (actions/runner).
+# Cleanup after a signal must fit in the grace; we keep a margin for the container's exit.
+SIGNAL_CLEANUP_BUDGET_SECONDS: Final = 6.0
+
+# Timeout budget the caller's job needs: "Set the parent timeout above all queue budgets, one
+# execution budget and cleanup time." Per candidate: startup window + cancellation window.
+PER_CANDIDATE_OVERHEAD_MINUTES: Final = (STARTUP_WINDOW_SECONDS + CANCEL_WINDOW_SECONDS) / 60
+PARENT_GRACE_MINUTES: Final = PARENT_GRACE_SECONDS / 60
