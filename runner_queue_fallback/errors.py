@@ -59,7 +59,9 @@ class InputError(RQFError):
 
     title = "Invalid input"
 
-    def __init__(self, name: str, problem: str, *, given: str | None = None, allowed: str = "") -> None:
+    def __init__(
+        self, name: str, problem: str, *, given: str | None = None, allowed: str = ""
+    ) -> None:
         """Describe the bad input `name`."""
         self.name = name
         self.given = given

@@ -50,7 +50,14 @@ COORDINATOR_INPUTS = (
     "token",
 )
 #: Every guard input, as spelled in guard/action.yml.
-GUARD_INPUTS = ("request-id", "parent-run-id", "parent-run-attempt", "source-ref", "source-sha", "token")
+GUARD_INPUTS = (
+    "request-id",
+    "parent-run-id",
+    "parent-run-attempt",
+    "source-ref",
+    "source-sha",
+    "token",
+)
 
 QueuePolicy = Literal["standard", "extended"]
 SourcePolicy = Literal["current", "pinned-after-start"]
@@ -172,7 +179,9 @@ def _choice(options: tuple[S, ...]) -> Callable[[str, str], S]:
         for option in options:
             if raw == option:
                 return option
-        raise InputError(name, "is not one of the allowed values", given=raw, allowed=", ".join(options))
+        raise InputError(
+            name, "is not one of the allowed values", given=raw, allowed=", ".join(options)
+        )
 
     return parse
 
@@ -191,7 +200,10 @@ def _minutes(name: str, raw: str) -> float:
 def _execution_minutes(name: str, raw: str) -> int:
     if not raw.isdigit() or not (1 <= int(raw) <= timing.EXECUTION_MINUTES_MAX):
         raise InputError(
-            name, "must be a whole number of minutes", given=raw, allowed=f"1 to {timing.EXECUTION_MINUTES_MAX}"
+            name,
+            "must be a whole number of minutes",
+            given=raw,
+            allowed=f"1 to {timing.EXECUTION_MINUTES_MAX}",
         )
     return int(raw)
 
@@ -204,7 +216,9 @@ def _positive_int(name: str, raw: str) -> int:
 
 def _sha(name: str, raw: str) -> str:
     if not _SHA.match(raw.lower()):
-        raise InputError(name, "must be a full commit SHA", given=raw, allowed="40 hexadecimal characters")
+        raise InputError(
+            name, "must be a full commit SHA", given=raw, allowed="40 hexadecimal characters"
+        )
     return raw.lower()
 
 
@@ -223,7 +237,10 @@ def _workflow(name: str, raw: str) -> str:
     file = raw.removeprefix(".github/workflows/")
     if not _WORKFLOW_FILE.match(file):
         raise InputError(
-            name, "must be the child workflow's file name", given=raw, allowed="a file name like runner-worker.yml"
+            name,
+            "must be the child workflow's file name",
+            given=raw,
+            allowed="a file name like runner-worker.yml",
         )
     return file
 
@@ -231,7 +248,10 @@ def _workflow(name: str, raw: str) -> str:
 def _workflow_ref(name: str, raw: str) -> str:
     if any(ch.isspace() for ch in raw) or raw.startswith("refs/pull/"):
         raise InputError(
-            name, "must be a trusted branch or tag name", given=raw, allowed="a branch or tag such as main or v1"
+            name,
+            "must be a trusted branch or tag name",
+            given=raw,
+            allowed="a branch or tag such as main or v1",
         )
     return raw.removeprefix("refs/heads/").removeprefix("refs/tags/")
 
@@ -240,9 +260,13 @@ def _workload(name: str, raw: str) -> str:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InputError(name, f"is not valid JSON ({exc.msg})", given=raw, allowed="a JSON object") from exc
+        raise InputError(
+            name, f"is not valid JSON ({exc.msg})", given=raw, allowed="a JSON object"
+        ) from exc
     if not isinstance(value, dict):
-        raise InputError(name, "must be a JSON object", given=raw, allowed='a JSON object such as {"shard": 1}')
+        raise InputError(
+            name, "must be a JSON object", given=raw, allowed='a JSON object such as {"shard": 1}'
+        )
     return raw
 
 
@@ -270,10 +294,15 @@ def read_pool_settings(environ: Mapping[str, str], profiles: Mapping[str, Profil
 def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSettings | None:
     types = tuple(sorted(profiles))
     runner_type = reader.get("runner-type", _choice(types), None, required=True)
-    policy: QueuePolicy = reader.get("queue-policy", _choice(("standard", "extended")), "standard", required=False)
+    policy: QueuePolicy = reader.get(
+        "queue-policy", _choice(("standard", "extended")), "standard", required=False
+    )
     minutes = reader.get("queue-timeout-minutes", _minutes, None, required=False)
     execution = reader.get(
-        "execution-timeout-minutes", _execution_minutes, timing.DEFAULT_EXECUTION_MINUTES, required=False
+        "execution-timeout-minutes",
+        _execution_minutes,
+        timing.DEFAULT_EXECUTION_MINUTES,
+        required=False,
     )
     raw_runners = _raw(reader.environ, "runners")
     if runner_type is None:
@@ -298,14 +327,23 @@ def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSetting
     )
 
 
-def _override(raw: str, profile: Profile, policy: str, minutes: float | None) -> tuple[Candidate, ...]:
+def _override(
+    raw: str, profile: Profile, policy: str, minutes: float | None
+) -> tuple[Candidate, ...]:
     """Resolve an explicit `runners` list: it replaces the defaults entirely, or fails."""
     try:
         items = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise InputError("runners", f"is not valid JSON ({exc.msg})", given=raw, allowed=_RUNNERS_SHAPE) from exc
+        raise InputError(
+            "runners", f"is not valid JSON ({exc.msg})", given=raw, allowed=_RUNNERS_SHAPE
+        ) from exc
     if not isinstance(items, list) or not 1 <= len(items) <= timing.MAX_CANDIDATES:
-        raise InputError("runners", "must be a JSON array of 1 to 7 candidates", given=raw, allowed=_RUNNERS_SHAPE)
+        raise InputError(
+            "runners",
+            "must be a JSON array of 1 to 7 candidates",
+            given=raw,
+            allowed=_RUNNERS_SHAPE,
+        )
     default_minutes = minutes if minutes is not None else profile.default_queue_minutes(policy)
     candidates: list[Candidate] = []
     first_os: str | None = None
@@ -313,20 +351,27 @@ def _override(raw: str, profile: Profile, policy: str, minutes: float | None) ->
         candidate, info = _candidate(index, item, profile, default_minutes)
         first_os = first_os or info.os
         if info.os != first_os:
-            raise _bad(index, f"runs on OS {info.os!r} but the first candidate on {first_os!r}; all share one OS")
+            raise _bad(
+                index,
+                f"runs on OS {info.os!r} but the first candidate on {first_os!r}; all share one OS",
+            )
         _check_duplicate(index, len(items), item, candidate, candidates)
         candidates.append(candidate)
     return tuple(candidates)
 
 
-_RUNNERS_SHAPE = '[{"group": "...", "labels": "...", "queue-timeout-minutes": 1-60 (optional)}, ...]'
+_RUNNERS_SHAPE = (
+    '[{"group": "...", "labels": "...", "queue-timeout-minutes": 1-60 (optional)}, ...]'
+)
 
 
 def _bad(index: int, problem: str) -> InputError:
     return InputError("runners", f"candidate {index} {problem}", allowed=_RUNNERS_SHAPE)
 
 
-def _candidate(index: int, item: object, profile: Profile, default_minutes: float) -> tuple[Candidate, LabelInfo]:
+def _candidate(
+    index: int, item: object, profile: Profile, default_minutes: float
+) -> tuple[Candidate, LabelInfo]:
     if not isinstance(item, dict):
         raise _bad(index, "must be an object with group and labels")
     unknown = set(item) - _CANDIDATE_KEYS
@@ -338,9 +383,16 @@ def _candidate(index: int, item: object, profile: Profile, default_minutes: floa
     labels_value = _labels(index, labels)
     info = _label_info(index, labels_value, profile)
     if info.memory_optimised and group != MEMORY_GROUP:
-        raise _bad(index, f"uses a memory-optimised label, which needs group {MEMORY_GROUP!r} (got {group!r})")
+        raise _bad(
+            index,
+            f"uses a memory-optimised label, which needs group {MEMORY_GROUP!r} (got {group!r})",
+        )
     deadline = item.get("queue-timeout-minutes", default_minutes)
-    if isinstance(deadline, bool) or not isinstance(deadline, int | float) or not 1 <= deadline <= 60:
+    if (
+        isinstance(deadline, bool)
+        or not isinstance(deadline, int | float)
+        or not 1 <= deadline <= 60
+    ):
         raise _bad(index, f"queue-timeout-minutes must be a number from 1 to 60 (got {deadline!r})")
     return Candidate(group, labels_value, float(deadline)), info
 
@@ -348,7 +400,11 @@ def _candidate(index: int, item: object, profile: Profile, default_minutes: floa
 def _labels(index: int, labels: object) -> str | tuple[str, ...]:
     if isinstance(labels, str) and labels.strip():
         return labels
-    if isinstance(labels, list) and labels and all(isinstance(x, str) and x.strip() for x in labels):
+    if (
+        isinstance(labels, list)
+        and labels
+        and all(isinstance(x, str) and x.strip() for x in labels)
+    ):
         return tuple(labels)
     raise _bad(index, "needs 'labels': a non-empty string or array of strings")
 
@@ -357,7 +413,10 @@ def _label_info(index: int, labels: str | tuple[str, ...], profile: Profile) -> 
     names = (labels,) if isinstance(labels, str) else labels
     infos = [info for name in names if (info := parse_label(name)) is not None]
     if len(infos) != 1:
-        raise _bad(index, "needs exactly one runner label like linux-amd64-cpu16 or linux-amd64-gpu-l4-latest-1")
+        raise _bad(
+            index,
+            "needs exactly one runner label like linux-amd64-cpu16 or linux-amd64-gpu-l4-latest-1",
+        )
     info = infos[0]
     want = (profile.family, profile.arch, profile.gpus)
     if (info.family, info.arch, info.gpus) != want:
@@ -370,17 +429,25 @@ def _label_info(index: int, labels: str | tuple[str, ...], profile: Profile) -> 
     return info
 
 
-def _check_duplicate(index: int, total: int, item: dict[str, object], new: Candidate, seen: list[Candidate]) -> None:
+def _check_duplicate(
+    index: int, total: int, item: dict[str, object], new: Candidate, seen: list[Candidate]
+) -> None:
     """A repeated label is allowed only as the final candidate, with its own deadline, same group."""
     earlier = next((c for c in seen if _same_labels(c.labels, new.labels)), None)
     if earlier is None:
         return
     if index != total:
-        raise _bad(index, f"repeats labels {new.label_text!r}; a repeat is allowed only as the final candidate")
+        raise _bad(
+            index,
+            f"repeats labels {new.label_text!r}; a repeat is allowed only as the final candidate",
+        )
     if "queue-timeout-minutes" not in item:
         raise _bad(index, "repeats an earlier pool and must set its own queue-timeout-minutes")
     if earlier.group != new.group:
-        raise _bad(index, f"repeats an earlier pool with another group ({new.group!r} vs {earlier.group!r})")
+        raise _bad(
+            index,
+            f"repeats an earlier pool with another group ({new.group!r} vs {earlier.group!r})",
+        )
 
 
 def _same_labels(a: str | tuple[str, ...], b: str | tuple[str, ...]) -> bool:
@@ -388,7 +455,9 @@ def _same_labels(a: str | tuple[str, ...], b: str | tuple[str, ...]) -> bool:
     return as_set == ({b} if isinstance(b, str) else set(b))
 
 
-def read_coordinator_inputs(environ: Mapping[str, str], profiles: Mapping[str, Profile]) -> CoordinatorInputs:
+def read_coordinator_inputs(
+    environ: Mapping[str, str], profiles: Mapping[str, Profile]
+) -> CoordinatorInputs:
     """Read and validate every coordinator input; raise InputErrors listing every problem."""
     reader = _Reader(environ)
     workflow = reader.get("workflow", _workflow, "", required=True)
@@ -442,10 +511,16 @@ def read_run_context(environ: Mapping[str, str]) -> RunContext:
     def need(key: str, check: Callable[[str], bool], allowed: str) -> str:
         value = environ.get(key, "").strip()
         if not check(value):
-            errors.append(InputError(key, "is missing or invalid in the environment", given=value, allowed=allowed))
+            errors.append(
+                InputError(
+                    key, "is missing or invalid in the environment", given=value, allowed=allowed
+                )
+            )
         return value
 
-    repository = need("GITHUB_REPOSITORY", lambda v: bool(re.match(r"^[\w.-]+/[\w.-]+$", v)), "owner/name")
+    repository = need(
+        "GITHUB_REPOSITORY", lambda v: bool(re.match(r"^[\w.-]+/[\w.-]+$", v)), "owner/name"
+    )
     run_id = need("GITHUB_RUN_ID", str.isdigit, "a run id (set by the runner)")
     attempt = need("GITHUB_RUN_ATTEMPT", str.isdigit, "a run attempt (set by the runner)")
     if errors:

@@ -30,8 +30,10 @@ __all__ = [
 Family = Literal["cpu", "gpu"]
 Labels = str | tuple[str, ...]
 
-# linux-amd64-cpu16, linux-arm64-cpu32, linux-amd64-cpu16m (memory-optimised)
-_CPU_LABEL = re.compile(r"^(?P<os>[a-z][a-z0-9]*)-(?P<arch>amd64|arm64)-cpu(?P<cores>\d+)(?P<mem>m?)$")
+# CPU labels such as linux-amd64-cpu16; a trailing m marks a memory-optimised machine
+_CPU_LABEL = re.compile(
+    r"^(?P<os>[a-z][a-z0-9]*)-(?P<arch>amd64|arm64)-cpu(?P<cores>\d+)(?P<mem>m?)$"
+)
 # linux-amd64-gpu-h100-latest-1: os, arch, gpu model, driver track, GPU count
 _GPU_LABEL = re.compile(
     r"^(?P<os>[a-z][a-z0-9]*)-(?P<arch>amd64|arm64)-gpu-(?P<model>[a-z0-9]+)"
@@ -148,7 +150,9 @@ class Profile(BaseModel):
 
     def candidates(self, policy: str, queue_minutes: float | None) -> tuple[Candidate, ...]:
         """The default candidate list: every pool in order, plus the extended final re-wait."""
-        deadline = queue_minutes if queue_minutes is not None else self.default_queue_minutes(policy)
+        deadline = (
+            queue_minutes if queue_minutes is not None else self.default_queue_minutes(policy)
+        )
         found = [Candidate(p.group, p.labels, deadline, p.name) for p in self.pools]
         rule = self.policy[policy]  # type: ignore[index]  # policy is validated upstream
         if rule.final_pool is not None and rule.final_queue_minutes is not None:
@@ -186,5 +190,7 @@ def _load_one(path: Path) -> Profile:
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
         raise ProfileError(f"{path.name}: {exc}") from exc
     if profile.runner_type != path.stem:
-        raise ProfileError(f"{path.name}: runner-type {profile.runner_type!r} must match the file name")
+        raise ProfileError(
+            f"{path.name}: runner-type {profile.runner_type!r} must match the file name"
+        )
     return profile

@@ -1,0 +1,51 @@
+"""Shared fixtures: a clean environment, a fake clock, and a session that refuses to touch the network."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+import requests
+
+from runner_queue_fallback.clock import FakeClock
+
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture(autouse=True)
+def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Our own CI runs inside Actions: drop every variable the runner sets."""
+    for key in list(os.environ):
+        if key.startswith(("INPUT_", "GITHUB_", "RUNNER_", "STATE_")):
+            monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture
+def fake_clock() -> FakeClock:
+    return FakeClock()
+
+
+class NoNetworkAdapter(requests.adapters.BaseAdapter):
+    """Fails the test if anything tries to send a request; counts attempts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+
+    def send(self, request, *_args, **_kwargs):
+        self.sent.append(f"{request.method} {request.url}")
+        raise AssertionError(f"unexpected network request: {request.method} {request.url}")
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+@pytest.fixture
+def no_network() -> Iterator[tuple[requests.Session, NoNetworkAdapter]]:
+    adapter = NoNetworkAdapter()
+    session = requests.Session()
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    yield session, adapter
+    session.close()

@@ -1,0 +1,108 @@
+"""The `plan` command: candidate tables, budgets, and the spec's worked examples."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import pytest
+
+from runner_queue_fallback.cli import main
+
+ALL_TYPES = ["cpu-amd64", "cpu-arm64", "gpu-amd64", "gpu-arm64", "gpu-amd64-2gpu", "gpu-arm64-2gpu"]
+
+
+def plan_json(*flags: str, environ: dict[str, str] | None = None) -> dict[str, object]:
+    out = io.StringIO()
+    code = _run(out, ["plan", "--json", *flags], environ or {})
+    assert code == 0, out.getvalue()
+    return json.loads(out.getvalue())  # type: ignore[no-any-return]  # JSON object by construction
+
+
+def _run(out: io.StringIO, argv: list[str], environ: dict[str, str]) -> int:
+    with contextlib.redirect_stdout(out):
+        return main(argv, environ)
+
+
+def test_cpu_example_needs_at_most_135_minutes():
+    """Spec: the CPU example (extended, 10 minutes, 15-minute execution) allows 135 for 90 of queueing."""
+    plan = plan_json(
+        "--runner-type",
+        "cpu",
+        "--queue-policy",
+        "extended",
+        "--queue-timeout-minutes",
+        "10",
+        "--execution-timeout-minutes",
+        "15",
+    )
+    assert plan["queue-budget-minutes"] == 90
+    assert plan["timeout-minutes"] <= 135  # type: ignore[operator]  # int from JSON
+    assert plan["timeout-minutes"] == 90 + 15 + 4 * 4 + 2
+
+
+def test_gpu_extended_example_needs_195_minutes():
+    """Spec: six 15-minute queues plus a final 60 = 150 minutes; a 15-minute worker needs 195."""
+    plan = plan_json(
+        "--runner-type", "gpu", "--queue-policy", "extended", "--execution-timeout-minutes", "15"
+    )
+    assert plan["queue-budget-minutes"] == 150
+    assert plan["timeout-minutes"] == 195
+
+
+@pytest.mark.parametrize("runner_type", ALL_TYPES)
+@pytest.mark.parametrize("policy", ["standard", "extended"])
+def test_budget_formula_for_every_type_and_policy(runner_type: str, policy: str):
+    """timeout = queue budget + execution + 4 min per candidate + 2 min parent grace."""
+    plan = plan_json("--runner-type", runner_type, "--queue-policy", policy)
+    candidates = plan["candidates"]
+    assert isinstance(candidates, list)
+    queue = sum(c["queue-timeout-minutes"] for c in candidates)
+    assert plan["queue-budget-minutes"] == queue
+    assert plan["timeout-minutes"] == queue + 180 + 4 * len(candidates) + 2
+
+
+def test_inputs_can_come_from_the_environment():
+    plan = plan_json(environ={"INPUT_RUNNER-TYPE": "gpu-arm64-2gpu"})
+    candidates = plan["candidates"]
+    assert isinstance(candidates, list)
+    assert [c["labels"] for c in candidates] == ["linux-arm64-gpu-l4-latest-2"]
+
+
+def test_flag_wins_over_environment():
+    plan = plan_json("--runner-type", "cpu-arm64", environ={"INPUT_RUNNER-TYPE": "gpu"})
+    assert plan["runner-type"] == "cpu-arm64"
+
+
+def test_text_plan_shows_table_and_timeout(capsys: pytest.CaptureFixture[str]):
+    assert (
+        main(
+            [
+                "plan",
+                "--runner-type",
+                "gpu",
+                "--queue-policy",
+                "extended",
+                "--execution-timeout-minutes",
+                "15",
+            ],
+            {},
+        )
+        == 0
+    )
+    text = capsys.readouterr().out
+    assert "linux-amd64-gpu-l40g-latest-1" in text
+    assert "timeout-minutes >= 195" in text
+
+
+def test_invalid_input_prints_only_the_error(capsys: pytest.CaptureFixture[str], no_network):
+    """Bad input: the error, a non-zero exit, nothing else, and no request."""
+    session, adapter = no_network
+    code = main(["plan", "--runner-type", "tpu"], {}, session=session)
+    out = capsys.readouterr().out
+    assert code != 0
+    assert out.startswith("::error")
+    assert "input 'runner-type'" in out
+    assert len(out.strip().splitlines()) == 1
+    assert adapter.sent == []

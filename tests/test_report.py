@@ -1,0 +1,56 @@
+"""Workflow commands, outputs, state and summary: the runner's file formats."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from runner_queue_fallback.report import Reporter, escape_data, escape_markdown, escape_property
+
+
+def test_escaping_follows_the_runner():
+    assert escape_data("50%\nnext\r") == "50%25%0Anext%0D"
+    assert escape_property("a:b,c") == "a%3Ab%2Cc"
+
+
+def test_markdown_escaping_keeps_tables_intact():
+    assert escape_markdown("a|b\n<script>") == "a\\|b &lt;script&gt;"
+
+
+def test_masked_secret_is_registered_first_and_scrubbed_everywhere(tmp_path: Path):
+    out = io.StringIO()
+    summary = tmp_path / "summary.md"
+    reporter = Reporter(out, summary_path=summary)
+    reporter.mask("ghs_abc")
+    reporter.log("token ghs_abc leaked?")
+    reporter.error("bad ghs_abc")
+    reporter.summary("| ghs_abc |")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "::add-mask::ghs_abc"
+    assert all("ghs_abc" not in line for line in lines[1:])
+    assert "ghs_abc" not in summary.read_text()
+
+
+def test_outputs_and_state_use_the_delimiter_form(tmp_path: Path):
+    output, state = tmp_path / "out", tmp_path / "state"
+    reporter = Reporter(io.StringIO(), output_path=output, state_path=state)
+    reporter.set_output("runner", '{"group":"g",\n"labels":"l"}')
+    reporter.save_state("child-run-id", "42")
+    text = output.read_text().splitlines()
+    assert text[0].startswith("runner<<ghadelimiter_")
+    assert text[1:3] == ['{"group":"g",', '"labels":"l"}']
+    assert text[3] == text[0].split("<<")[1]
+    assert state.read_text().splitlines()[1] == "42"
+    assert reporter.outputs == {"runner": '{"group":"g",\n"labels":"l"}'}
+
+
+def test_commands_and_groups():
+    out = io.StringIO()
+    reporter = Reporter(out)
+    with reporter.group("Round 1"):
+        reporter.notice("child https://x/1", title="Dispatched")
+    assert out.getvalue().splitlines() == [
+        "::group::Round 1",
+        "::notice title=Dispatched::child https://x/1",
+        "::endgroup::",
+    ]
