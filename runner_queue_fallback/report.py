@@ -13,7 +13,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
 
-__all__ = ["Reporter", "escape_data", "escape_markdown", "escape_property"]
+__all__ = ["COORDINATOR_OUTPUTS", "Reporter", "escape_data", "escape_markdown", "escape_property"]
+
+#: The outputs the coordinator sets, as spelled in action.yml.
+COORDINATOR_OUTPUTS = ("run-id", "run-url", "runner", "attempts", "attempts-json")
 
 
 def escape_data(text: str) -> str:
