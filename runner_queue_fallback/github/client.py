@@ -1,0 +1,458 @@
+"""The GitHub REST client: dispatch once, read and cancel with the specification's retries.
+
+Every request carries the token, the 2026-03-10 API version header and a timeout. Reads and
+cancellation go through `retry.spec_retrying` on the injected Clock; the dispatch POST is sent
+exactly once. GETs are conditional (ETag / If-None-Match): a 304 does not count against the
+primary rate limit and returns the cached body.
+
+The token is kept in one private header dict and never appears in a message, log line or repr.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final, TypeVar
+from urllib.parse import quote, urlencode
+
+import requests
+from pydantic import BaseModel, ValidationError
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.errors import (
+    Conflict,
+    DeadlineExceeded,
+    DispatchAmbiguous,
+    GitHubAPIError,
+    NotFound,
+    PermissionDenied,
+    RateLimited,
+    ServerError,
+    TransportError,
+    Unprocessable,
+)
+from runner_queue_fallback.github.models import (
+    CancelOutcome,
+    ContentFile,
+    DispatchResult,
+    GitRef,
+    Job,
+    JobList,
+    WorkflowRun,
+    WorkflowRunList,
+)
+from runner_queue_fallback.github.retry import (
+    DEADLINE_WINDOW,
+    classify_rate_limit,
+    describe_failure,
+    spec_retrying,
+)
+
+if TYPE_CHECKING:
+    from tenacity import RetryCallState
+
+__all__ = ["API_VERSION", "USER_AGENT", "GitHubClient", "RequestStats"]
+
+#: Ref: https://docs.github.com/rest/about-the-rest-api/api-versions
+API_VERSION: Final = "2026-03-10"
+USER_AGENT: Final = "runner-queue-fallback"
+
+_MESSAGE_LIMIT = 300
+_ModelT = TypeVar("_ModelT", bound=BaseModel)
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class RequestStats:
+    """Counters of what the client sent, for logs and the rate-limit budget."""
+
+    #: Every HTTP request handed to the session (including ones that then failed).
+    sent: int = 0
+    #: 304 Not Modified replies: they do not count against the primary rate limit.
+    not_modified: int = 0
+    #: The last `x-ratelimit-remaining` GitHub reported.
+    rate_remaining: int | None = None
+    #: Retry waits taken.
+    retries: int = 0
+
+    @property
+    def counted(self) -> int:
+        """Requests that count against the primary rate limit: sent minus 304s."""
+        return self.sent - self.not_modified
+
+
+@dataclass(frozen=True, slots=True)
+class _Cached:
+    """A GET body kept for conditional requests."""
+
+    etag: str
+    body: bytes
+
+
+class GitHubClient:
+    """Talk to one repository through the GitHub REST API 2026-03-10.
+
+    `deadline` arguments are absolute `clock.monotonic()` values (None: no deadline) that every
+    attempt and retry wait of the call shares.
+
+    Reads and cancellation raise, after the retries the specification allows:
+        TransportError: network error, timeout or malformed JSON on every attempt.
+        ServerError: 408/5xx on every attempt.
+        RateLimited: still rate limited after two capped waits.
+        PermissionDenied: 401, or 403 that is not a rate limit (never retried).
+        NotFound, Conflict, Unprocessable, GitHubAPIError: 404, 409 (not for cancel), 422 and
+            other statuses (never retried; the caller decides).
+        DeadlineExceeded: the deadline passed before a usable reply (a late reply, or a retry
+            wait that would end past it); `last_error` says what the last attempt got.
+    """
+
+    def __init__(
+        self,
+        session: requests.Session,
+        api_url: str,
+        repository: str,
+        token: str,
+        clock: Clock,
+        *,
+        timeout: float = timing.REQUEST_TIMEOUT_SECONDS,
+        conditional: bool = True,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        """Use `session` (whose own retries stay off) against `api_url` for `owner/name`."""
+        owner, _, name = repository.partition("/")
+        if not owner or not name or "/" in name:
+            raise ValueError(f"repository must be 'owner/name', got {repository!r}")
+        self._session = session
+        self._api_url = api_url.rstrip("/")
+        self._repository = repository
+        self._repo_path = f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
+        self._clock = clock
+        self._timeout = timeout
+        self._conditional = conditional
+        self._log = log
+        self._token = token
+        self._headers: Final = {
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/vnd.github+json",
+            "X-GitHub-Api-Version": API_VERSION,
+            "User-Agent": USER_AGENT,
+        }
+        self._cache: dict[str, _Cached] = {}
+        self.stats = RequestStats()
+
+    def __repr__(self) -> str:
+        """Show where the client points, never its token."""
+        return (
+            f"GitHubClient(api_url={self._api_url!r}, repository={self._repository!r}, "
+            f"conditional={self._conditional})"
+        )
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def dispatch_workflow(
+        self, workflow: str, ref: str, inputs: Mapping[str, str]
+    ) -> DispatchResult:
+        """Dispatch `workflow` at `ref` once; never retried.
+
+        Raises:
+            DispatchAmbiguous: transport error, timeout, 408/5xx, or a 2xx without the expected
+                JSON: a run may exist; recover it by run-name (`find_runs_by_name`).
+            GitHubAPIError: any other status (a subclass for 401/403, 404, 409, 422, rate
+                limits): definite, no run was created.
+
+        """
+        path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/dispatches"
+        try:
+            response = self._send(
+                "POST", path, json={"ref": ref, "inputs": dict(inputs)}, allow_redirects=False
+            )
+        except TransportError as exc:
+            raise DispatchAmbiguous(path, exc.detail) from None
+        status = response.status_code
+        request_id = _request_id(response)
+        if status == 200:
+            try:
+                return DispatchResult.model_validate_json(response.content)
+            except ValidationError:
+                raise DispatchAmbiguous(
+                    path, f"200 reply without the expected run details{request_id}"
+                ) from None
+        if 200 <= status < 300:
+            raise DispatchAmbiguous(
+                path,
+                f"HTTP {status} without run details{request_id}; GitHub Enterprise Server "
+                "versions without the 2026-03-10 API are not supported",
+            )
+        if status == 408 or status >= 500:
+            raise DispatchAmbiguous(path, f"HTTP {status}{request_id}")
+        raise self._api_error("POST", path, response, attempts=1)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def get_run(self, run_id: int, *, deadline: float | None = None) -> WorkflowRun:
+        """Read a workflow run (its latest attempt)."""
+        path = f"{self._repo_path}/actions/runs/{run_id}"
+        return self._get(path, {}, WorkflowRun, deadline)
+
+    def get_run_attempt(
+        self, run_id: int, attempt: int, *, deadline: float | None = None
+    ) -> WorkflowRun:
+        """Read one attempt of a workflow run."""
+        path = f"{self._repo_path}/actions/runs/{run_id}/attempts/{attempt}"
+        return self._get(path, {}, WorkflowRun, deadline)
+
+    def list_attempt_jobs(
+        self, run_id: int, attempt: int, *, deadline: float | None = None
+    ) -> list[Job]:
+        """List the jobs of one run attempt (first page of 100: a child has one job)."""
+        path = f"{self._repo_path}/actions/runs/{run_id}/attempts/{attempt}/jobs"
+        return self._get(path, {"per_page": "100"}, JobList, deadline).jobs
+
+    def find_runs_by_name(
+        self,
+        workflow: str,
+        run_name: str,
+        *,
+        created_after: datetime,
+        deadline: float | None = None,
+    ) -> list[WorkflowRun]:
+        """Find `workflow_dispatch` runs of `workflow` whose run-name is `run_name`.
+
+        Used to recover an ambiguous dispatch. `created_after` must be timezone-aware; it is
+        sent to second precision as `created=>=...`. Only the first 100 runs are read.
+        """
+        if created_after.tzinfo is None:
+            raise ValueError("created_after must be timezone-aware")
+        since = created_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/runs"
+        params = {"event": "workflow_dispatch", "created": f">={since}", "per_page": "100"}
+        runs = self._get(path, params, WorkflowRunList, deadline).workflow_runs
+        return [run for run in runs if run.display_title == run_name]
+
+    def get_ref_sha(self, ref: str, *, deadline: float | None = None) -> str:
+        """The SHA a fully qualified ref points at.
+
+        Accepts `refs/heads/x`, `heads/x`, `refs/tags/v1`, `refs/pull/5/merge`...; a bare
+        branch name is not qualified and GitHub answers 404. For an annotated tag the SHA is
+        the tag object's, not the commit's.
+        """
+        name = ref.removeprefix("refs/")
+        path = f"{self._repo_path}/git/ref/{quote(name, safe='/')}"
+        return self._get(path, {}, GitRef, deadline).object.sha
+
+    def get_file_sha(self, path: str, ref: str, *, deadline: float | None = None) -> str:
+        """The blob SHA of the file `path` at `ref` (a branch, tag or commit SHA)."""
+        api_path = f"{self._repo_path}/contents/{quote(path.lstrip('/'), safe='/')}"
+        return self._get(api_path, {"ref": ref}, ContentFile, deadline).sha
+
+    # -- cancellation ---------------------------------------------------------------------
+
+    def cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
+        """Ask GitHub to cancel a run; 409 (already completed) is an outcome, not an error."""
+        return self._cancel(f"{self._repo_path}/actions/runs/{run_id}/cancel", deadline)
+
+    def force_cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
+        """Cancel a run bypassing `always()` conditions; for a run that ignores `/cancel`."""
+        return self._cancel(f"{self._repo_path}/actions/runs/{run_id}/force-cancel", deadline)
+
+    # -- machinery ------------------------------------------------------------------------
+
+    def _get(
+        self,
+        path: str,
+        params: Mapping[str, str],
+        model: type[_ModelT],
+        deadline: float | None,
+    ) -> _ModelT:
+        """GET `path` with retries and parse the reply into `model`."""
+
+        def attempt(number: int) -> _ModelT:
+            url = self._url(path, params)
+            response = self._checked_send("GET", path, url, number, deadline)
+            cached = self._cache.get(url)
+            if response.status_code == 304 and self._conditional and cached is not None:
+                self.stats.not_modified += 1
+                body = cached.body
+            elif response.status_code == 200:
+                body = response.content
+            else:
+                raise self._api_error("GET", path, response, attempts=number)
+            parsed = self._parse("GET", path, body, model, number)
+            etag = response.headers.get("ETag")
+            if self._conditional and response.status_code == 200 and etag:
+                self._cache[url] = _Cached(etag, body)
+            return parsed
+
+        return self._retrying("GET", path, deadline, attempt)
+
+    def _cancel(self, path: str, deadline: float | None) -> CancelOutcome:
+        """POST a cancel or force-cancel with retries."""
+
+        def attempt(number: int) -> CancelOutcome:
+            response = self._checked_send("POST", path, self._url(path, {}), number, deadline)
+            if response.status_code == 202:
+                return CancelOutcome.ACCEPTED
+            if response.status_code == 409:
+                return CancelOutcome.ALREADY_COMPLETED
+            raise self._api_error("POST", path, response, attempts=number)
+
+        return self._retrying("POST", path, deadline, attempt)
+
+    def _retrying(
+        self, method: str, path: str, deadline: float | None, attempt: Callable[[int], _T]
+    ) -> _T:
+        """Run `attempt(number)` under the specification's retry rules."""
+
+        def before_sleep(state: RetryCallState) -> None:
+            self.stats.retries += 1
+            if self._log is None or state.outcome is None:
+                return
+            failure = state.outcome.exception()
+            what = describe_failure(failure) if failure is not None else "?"
+            self._log(
+                f"{method} {path} -> {what}; retry {state.attempt_number} of "
+                f"{timing.MAX_RETRIES} in {state.upcoming_sleep:g}s"
+            )
+
+        retrying = spec_retrying(
+            self._clock, deadline, method=method, path=path, before_sleep=before_sleep
+        )
+        for try_ in retrying:
+            with try_:
+                result = attempt(try_.retry_state.attempt_number)
+        return result
+
+    def _checked_send(
+        self, method: str, path: str, url: str, number: int, deadline: float | None
+    ) -> requests.Response:
+        """Send one attempt, refusing to start past the deadline or to use a late reply."""
+        if deadline is not None and self._clock.monotonic() > deadline:
+            raise DeadlineExceeded(method, path, DEADLINE_WINDOW, "no attempt left before it")
+        try:
+            response = self._send(method, path, url=url, attempts=number)
+        except TransportError as exc:
+            self._refuse_late(method, path, deadline, str(exc))
+            raise
+        self._refuse_late(method, path, deadline, f"HTTP {response.status_code}")
+        return response
+
+    def _refuse_late(self, method: str, path: str, deadline: float | None, what: str) -> None:
+        """Raise DeadlineExceeded if the reply (or failure) came in after the deadline."""
+        if deadline is None:
+            return
+        late = self._clock.monotonic() - deadline
+        if late > 0:
+            raise DeadlineExceeded(
+                method, path, DEADLINE_WINDOW, f"{what} arrived {late:g}s after the deadline"
+            )
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        url: str | None = None,
+        json: object = None,
+        allow_redirects: bool = True,
+        attempts: int = 1,
+    ) -> requests.Response:
+        """Send one HTTP request; transport failures become TransportError without headers."""
+        url = url or self._url(path, {})
+        headers = dict(self._headers)
+        cached = self._cache.get(url) if method == "GET" and self._conditional else None
+        if cached is not None:
+            headers["If-None-Match"] = cached.etag
+        self.stats.sent += 1
+        try:
+            response = self._session.request(
+                method,
+                url,
+                headers=headers,
+                json=json,
+                timeout=self._timeout,
+                allow_redirects=allow_redirects,
+            )
+        except requests.Timeout as exc:
+            detail = f"timed out after {self._timeout:g}s ({type(exc).__name__})"
+            raise TransportError(method, path, detail, attempts=attempts) from None
+        except requests.RequestException as exc:
+            detail = self._redact(f"{type(exc).__name__}: {exc}")
+            raise TransportError(method, path, detail, attempts=attempts) from None
+        remaining = response.headers.get("x-ratelimit-remaining")
+        if remaining is not None and remaining.isdigit():
+            self.stats.rate_remaining = int(remaining)
+        return response
+
+    def _parse(
+        self, method: str, path: str, body: bytes, model: type[_ModelT], attempts: int
+    ) -> _ModelT:
+        """Parse a reply body; a body that is not the expected JSON is a transport error."""
+        try:
+            return model.model_validate_json(body)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            detail = (
+                f"malformed reply: not the expected JSON ({exc.error_count()} problem(s); "
+                f"{where}: {first['msg']})"
+            )
+            raise TransportError(method, path, detail, attempts=attempts) from None
+
+    def _api_error(
+        self, method: str, path: str, response: requests.Response, *, attempts: int
+    ) -> GitHubAPIError:
+        """Turn an error reply into the matching GitHubAPIError subclass."""
+        status = response.status_code
+        message = self._redact(_message(response))
+        request_id = response.headers.get("X-GitHub-Request-Id")
+        limit = classify_rate_limit(status, response.headers, message, self._clock.now())
+        if limit is not None:
+            return RateLimited(
+                method,
+                path,
+                status,
+                message,
+                kind=limit.kind.value,
+                retry_after=limit.wait,
+                request_id=request_id,
+                attempts=attempts,
+            )
+        error_class: type[GitHubAPIError] = {
+            401: PermissionDenied,
+            403: PermissionDenied,
+            404: NotFound,
+            408: ServerError,
+            409: Conflict,
+            422: Unprocessable,
+        }.get(status, ServerError if status >= 500 else GitHubAPIError)
+        return error_class(method, path, status, message, request_id=request_id, attempts=attempts)
+
+    def _url(self, path: str, params: Mapping[str, str]) -> str:
+        """The full URL of an API path; query values keep `/`, `:` readable."""
+        query = f"?{urlencode(params, safe='/:')}" if params else ""
+        return f"{self._api_url}{path}{query}"
+
+    def _redact(self, text: str) -> str:
+        """Remove the token from text that came from elsewhere (belt and braces)."""
+        return text.replace(self._token, "***") if self._token else text
+
+
+def _message(response: requests.Response) -> str:
+    """GitHub's error message from the JSON body, else the HTTP reason, shortened."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        text = str(body["message"])
+    else:
+        text = response.reason or ""
+    return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
+
+
+def _request_id(response: requests.Response) -> str:
+    """`, request id X` for a message, or nothing."""
+    request_id = response.headers.get("X-GitHub-Request-Id")
+    return f", request id {request_id}" if request_id else ""

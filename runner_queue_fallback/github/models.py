@@ -1,0 +1,148 @@
+"""Typed views of the GitHub REST replies the action reads (API version 2026-03-10).
+
+Each model keeps only the fields the coordinator, guard and cleanup use; everything else in
+GitHub's reply is ignored, so additive API changes never break parsing. Models are frozen: a
+reply is an observation, not something to edit.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "CancelOutcome",
+    "ContentFile",
+    "DispatchResult",
+    "GitObject",
+    "GitRef",
+    "Job",
+    "JobList",
+    "Step",
+    "WorkflowRun",
+    "WorkflowRunList",
+]
+
+
+class _Reply(BaseModel):
+    """Base of every reply model: unknown fields ignored, instances immutable."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class DispatchResult(_Reply):
+    """The 200 body of a 2026-03-10 workflow dispatch: the new run's id and links."""
+
+    workflow_run_id: int
+    run_url: str
+    html_url: str
+
+
+class WorkflowRun(_Reply):
+    """One workflow run, or one attempt of it (`GET .../runs/{id}[/attempts/{n}]`)."""
+
+    id: int
+    name: str | None
+    display_title: str
+    path: str
+    event: str
+    status: str | None
+    conclusion: str | None
+    head_sha: str
+    head_branch: str | None
+    run_attempt: int
+    html_url: str
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def workflow_file_path(self) -> str:
+        """The workflow file path without the `@ref` suffix GitHub sometimes appends.
+
+        GitHub shows both `.github/workflows/x.yml` and `.github/workflows/x.yml@main`.
+        """
+        return self.path.split("@", 1)[0]
+
+
+class WorkflowRunList(_Reply):
+    """A page of `GET .../actions/workflows/{workflow}/runs`."""
+
+    total_count: int
+    workflow_runs: list[WorkflowRun]
+
+
+class Step(_Reply):
+    """One step of a job."""
+
+    name: str
+    status: str
+    conclusion: str | None
+    number: int
+
+
+class Job(_Reply):
+    """One job of a run attempt, with the runner it was given (if any)."""
+
+    id: int
+    run_id: int
+    run_attempt: int | None = None
+    name: str
+    status: str
+    conclusion: str | None
+    labels: list[str]
+    runner_id: int | None
+    runner_name: str | None
+    runner_group_name: str | None
+    html_url: str | None
+    started_at: datetime | None
+    steps: list[Step] = Field(default_factory=list)
+
+    @property
+    def has_runner(self) -> bool:
+        """Whether a runner was assigned: a non-zero `runner_id` or a non-empty `runner_name`.
+
+        A queued job shows null runner fields; a job cancelled before it was ever dispatched to
+        a runner has been seen with `runner_id: 0` and an empty name. Null, 0 and "" all mean
+        "unassigned". The group name alone is not taken as evidence.
+        """
+        return bool(self.runner_id) or bool(self.runner_name)
+
+
+class JobList(_Reply):
+    """A page of `GET .../runs/{id}/attempts/{n}/jobs`."""
+
+    total_count: int
+    jobs: list[Job]
+
+
+class GitObject(_Reply):
+    """The object a git ref points at (a commit, or a tag object for an annotated tag)."""
+
+    type: str
+    sha: str
+
+
+class GitRef(_Reply):
+    """`GET /repos/{o}/{r}/git/ref/{ref}`."""
+
+    ref: str
+    object: GitObject
+
+
+class ContentFile(_Reply):
+    """`GET /repos/{o}/{r}/contents/{path}` for a file; `sha` is the blob SHA."""
+
+    type: str
+    path: str
+    sha: str
+
+
+class CancelOutcome(enum.Enum):
+    """What GitHub said to a cancel or force-cancel request."""
+
+    #: 202: the cancellation was accepted; it completes asynchronously.
+    ACCEPTED = "accepted"
+    #: 409: the run was already completed, so there was nothing to cancel.
+    ALREADY_COMPLETED = "already-completed"

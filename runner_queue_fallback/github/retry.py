@@ -1,0 +1,230 @@
+"""Retry-After aware retry policy for GitHub reads and cancellation, on tenacity and the Clock.
+
+The specification's rules ("Behavior and limits"):
+
+- reads and cancellation get at most two retries (`timing.MAX_RETRIES`);
+- network errors, timeouts, malformed JSON, HTTP 408 and 5xx wait 5 s, then 10 s;
+- rate limits wait `retry-after`, else until `x-ratelimit-reset` (+1 s), else 60 s, capped at
+  60 s a wait;
+- 401/403 (not a rate limit), 404, 409, 422 and other 4xx are never retried;
+- every attempt and every wait shares the caller's deadline: a wait that would end past it is
+  not taken, and `DeadlineExceeded` carries the last error instead.
+
+Dispatch POSTs never come here: they are sent exactly once.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import enum
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import NoReturn
+
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity.stop import stop_base
+from tenacity.wait import wait_base
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.errors import (
+    DeadlineExceeded,
+    GitHubAPIError,
+    RateLimited,
+    ServerError,
+    TransportError,
+)
+
+__all__ = [
+    "DEADLINE_WINDOW",
+    "MAX_ATTEMPTS",
+    "DeadlineStop",
+    "RateLimit",
+    "RateLimitKind",
+    "SpecWait",
+    "classify_rate_limit",
+    "describe_failure",
+    "is_retryable",
+    "rate_limit_wait",
+    "spec_retrying",
+]
+
+#: One first attempt plus `timing.MAX_RETRIES` retries.
+MAX_ATTEMPTS = timing.MAX_RETRIES + 1
+
+#: How `DeadlineExceeded` names the window; the caller knows which window it was.
+DEADLINE_WINDOW = "caller's deadline window"
+
+#: Added to `x-ratelimit-reset`: the reset is whole seconds and GitHub's clock is not ours
+#: (PyGithub adds the same second).
+RESET_MARGIN_SECONDS = 1.0
+
+
+class RateLimitKind(enum.Enum):
+    """GitHub's two kinds of rate limit."""
+
+    PRIMARY = "primary"
+    SECONDARY = "secondary"
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimit:
+    """A reply classified as a rate limit, with the wait before the next try."""
+
+    kind: RateLimitKind
+    wait: float
+
+
+def classify_rate_limit(
+    status: int, headers: Mapping[str, str], message: str, now: datetime
+) -> RateLimit | None:
+    """Tell whether a reply is a rate limit, and which kind, the way githubkit does.
+
+    Only 403 and 429 are inspected. A `retry-after` header means secondary;
+    `x-ratelimit-remaining: 0` means primary unless the message says "secondary rate". Beyond
+    githubkit, a 403/429 whose message says "secondary rate" without those headers, and a
+    bare 429, are secondary limits too.
+
+    Ref: https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
+    """
+    if status not in (403, 429):
+        return None
+    says_secondary = "secondary rate" in message.lower()
+    if "retry-after" in headers:
+        kind = RateLimitKind.SECONDARY
+    elif headers.get("x-ratelimit-remaining") == "0":
+        kind = RateLimitKind.SECONDARY if says_secondary else RateLimitKind.PRIMARY
+    elif says_secondary or status == 429:
+        kind = RateLimitKind.SECONDARY
+    else:
+        return None
+    return RateLimit(kind, rate_limit_wait(headers, now))
+
+
+def rate_limit_wait(headers: Mapping[str, str], now: datetime) -> float:
+    """Seconds to wait: `retry-after`, else until `x-ratelimit-reset` + 1 s, else 60; cap 60.
+
+    `now` is the Clock's wall time (`clock.now()`), never the machine's.
+
+    Ref: https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
+    """
+    wait = timing.RATE_LIMIT_WAIT_CAP_SECONDS
+    retry_after = headers.get("retry-after")
+    reset = headers.get("x-ratelimit-reset")
+    if retry_after is not None:
+        wait = _parse_retry_after(retry_after, now)
+    elif reset is not None:
+        try:
+            wait = float(reset) - now.timestamp() + RESET_MARGIN_SECONDS
+        except ValueError:
+            wait = timing.RATE_LIMIT_WAIT_CAP_SECONDS
+    return min(max(wait, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
+
+
+def _parse_retry_after(value: str, now: datetime) -> float:
+    """Read `retry-after` as seconds (what GitHub sends) or as an HTTP date (RFC 9110)."""
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return timing.RATE_LIMIT_WAIT_CAP_SECONDS
+    return (when - now).total_seconds()
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Network errors, timeouts, malformed replies, 408, 5xx and rate limits are retried."""
+    return isinstance(exc, TransportError | ServerError | RateLimited)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """A short form of a failed attempt for retry log lines: the status or transport error."""
+    if isinstance(exc, GitHubAPIError):
+        kind = f" ({exc.kind} rate limit)" if isinstance(exc, RateLimited) else ""
+        request_id = f", request id {exc.request_id}" if exc.request_id else ""
+        return f"{exc.status}{kind}{request_id}"
+    if isinstance(exc, TransportError):
+        return exc.detail
+    return str(exc)
+
+
+class SpecWait(wait_base):
+    """The wait before a retry: the rate-limit wait, or 5 s then 10 s for transient errors."""
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        """Pick the wait for the attempt that just failed."""
+        exc = _last_exception(retry_state)
+        if isinstance(exc, RateLimited):
+            return min(max(exc.retry_after, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
+        backoff = timing.TRANSIENT_BACKOFF_SECONDS
+        return backoff[min(retry_state.attempt_number, len(backoff)) - 1]
+
+
+class DeadlineStop(stop_base):
+    """Stop when the next wait would end past the deadline, read on the project Clock.
+
+    tenacity's `stop_after_delay` reads `time.monotonic()` itself and would ignore a FakeClock;
+    this stop reads `clock.monotonic()` and tenacity's `upcoming_sleep` (computed before stop).
+    """
+
+    __slots__ = ("clock", "deadline")
+
+    def __init__(self, clock: Clock, deadline: float | None) -> None:
+        """Stop against `deadline`, an absolute `clock.monotonic()` value (None: no deadline)."""
+        self.clock = clock
+        self.deadline = deadline
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        """Whether the upcoming wait would end past the deadline."""
+        if self.deadline is None:
+            return False
+        return self.clock.monotonic() + retry_state.upcoming_sleep > self.deadline
+
+
+def spec_retrying(
+    clock: Clock,
+    deadline: float | None,
+    *,
+    method: str,
+    path: str,
+    before_sleep: Callable[[RetryCallState], None] | None = None,
+) -> Retrying:
+    """A tenacity `Retrying` that applies the specification's rules on `clock`.
+
+    When attempts run out, the last error is raised as is (it carries the attempt count). When
+    the deadline stops the retries early, `DeadlineExceeded` is raised carrying the last error.
+    """
+
+    def give_up(retry_state: RetryCallState) -> NoReturn:
+        exc = _last_exception(retry_state)
+        if retry_state.attempt_number < MAX_ATTEMPTS:
+            wait = retry_state.upcoming_sleep
+            raise DeadlineExceeded(
+                method,
+                path,
+                DEADLINE_WINDOW,
+                f"{exc} (the next retry, in {wait:g}s, would end past the deadline)",
+            ) from exc
+        raise exc
+
+    return Retrying(
+        sleep=clock.sleep,
+        stop=stop_after_attempt(MAX_ATTEMPTS) | DeadlineStop(clock, deadline),
+        wait=SpecWait(),
+        retry=retry_if_exception(is_retryable),
+        reraise=True,
+        before_sleep=before_sleep,
+        retry_error_callback=give_up,
+    )
+
+
+def _last_exception(retry_state: RetryCallState) -> BaseException:
+    """The exception of the attempt that just failed."""
+    outcome = retry_state.outcome
+    exc = outcome.exception() if outcome is not None else None
+    if exc is None:
+        raise RuntimeError("retry policy consulted without a failed attempt")
+    return exc
