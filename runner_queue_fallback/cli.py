@@ -9,8 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -18,17 +21,24 @@ from typing import TextIO
 import requests
 
 from runner_queue_fallback import __version__
+from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run
 from runner_queue_fallback.clock import Clock, SystemClock
-from runner_queue_fallback.errors import RQFError
+from runner_queue_fallback.coordinator import Coordinator
+from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError
+from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import (
     COORDINATOR_INPUTS,
     InputErrors,
+    RunContext,
     env_name,
+    read_coordinator_inputs,
     read_pool_settings,
+    read_run_context,
 )
 from runner_queue_fallback.plan import make_plan
 from runner_queue_fallback.profiles import load_profiles
 from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.summary import publish
 
 __all__ = ["Context", "main"]
 
@@ -76,6 +86,14 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_input_flags(plan)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.set_defaults(run=_run_plan)
+    coordinate = commands.add_parser(
+        "coordinate", help="run the fallback sequence (the action's main step)"
+    )
+    coordinate.set_defaults(run=_run_coordinate)
+    cleanup = commands.add_parser(
+        "cleanup", help="cancel and confirm a child left running (the post step)"
+    )
+    cleanup.set_defaults(run=_run_cleanup)
     return parser
 
 
@@ -102,6 +120,80 @@ def _run_plan(args: argparse.Namespace, ctx: Context) -> int:
     plan = make_plan(settings)
     print(json.dumps(plan.as_dict(), indent=2) if args.json else plan.render(), file=ctx.stdout)
     return EXIT_OK
+
+
+def _client(
+    ctx: Context, run: RunContext, token: str, clock: Clock, reporter: Reporter
+) -> GitHubClient:
+    return GitHubClient(
+        ctx.session_factory(), run.api_url, run.repository, token, clock, log=reporter.log
+    )
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """Turn SIGINT and SIGTERM (the runner cancelling the step) into Interrupted, then restore."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
+    inputs = read_coordinator_inputs(ctx.environ, load_profiles())
+    run = read_run_context(ctx.environ)
+    reporter = ctx.reporter()
+    token = inputs.token.get_secret_value()
+    reporter.mask(token)
+    clock = ctx.clock_factory()
+    client = _client(ctx, run, token, clock, reporter)
+    with _signals_interrupt():
+        result = Coordinator(inputs, run, client, clock, reporter).run()
+    publish(result, reporter)
+    stats = client.stats
+    reporter.log(
+        f"API requests: {stats.sent} sent, {stats.not_modified} answered 304 (free), "
+        f"{stats.counted} counted against the rate limit"
+    )
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
+    """The post step: the main step saved the active child's run id in GITHUB_STATE."""
+    reporter = ctx.reporter()
+    raw = ctx.environ.get("STATE_child-run-id", "").strip()
+    if not raw.isdigit():
+        reporter.log("No child run was dispatched: nothing to clean up")
+        return EXIT_OK
+    token = ctx.environ.get(env_name("token"), "").strip()
+    reporter.mask(token)
+    run = read_run_context(ctx.environ)
+    clock = ctx.clock_factory()
+    client = _client(ctx, run, token, clock, reporter)
+    try:
+        observation = observe_run(client, int(raw), None)
+    except GitHubError as exc:
+        reporter.log(f"Could not read child run {raw}: {exc}; trying to cancel it anyway")
+    else:
+        if observation.finished:
+            reporter.log(f"Child run {raw} is already completed: nothing to clean up")
+            return EXIT_OK
+    result = cancel_and_confirm(client, clock, int(raw), log=reporter.log)
+    reporter.summary(f"**Post-step cleanup:** {result.describe()}\n")
+    if result.confirmed:
+        reporter.log(result.describe())
+        return EXIT_OK
+    reporter.error(result.describe(), title="Cleanup not confirmed")
+    return EXIT_FAILED
 
 
 def main(

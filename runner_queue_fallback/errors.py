@@ -32,6 +32,7 @@ __all__ = [
     "GitHubError",
     "GuardRefused",
     "InputError",
+    "Interrupted",
     "NotFound",
     "PermissionDenied",
     "ProfileError",
@@ -257,3 +258,15 @@ def _quote(value: str, limit: int = 120) -> str:
 def join_errors(messages: Sequence[str]) -> str:
     """Join several messages into one line for an annotation."""
     return "; ".join(messages)
+
+
+class Interrupted(BaseException):
+    """The runner asked the step to stop (SIGINT or SIGTERM): clean up within its grace, then exit.
+
+    A BaseException, so no `except Exception` on the way swallows it.
+    """
+
+    def __init__(self, signal_name: str) -> None:
+        """Remember which signal arrived."""
+        self.signal_name = signal_name
+        super().__init__(f"received {signal_name}: the workflow run is being cancelled")

@@ -1,0 +1,86 @@
+"""Cancel a child run and confirm it is over: shared by the coordinator, the post step and signals."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.errors import GitHubError, NotFound
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.observe import Observation
+
+__all__ = ["CleanupResult", "cancel_and_confirm", "observe_run"]
+
+
+@dataclass(frozen=True)
+class CleanupResult:
+    """Whether the child is confirmed over, and the last thing seen of it."""
+
+    run_id: int
+    confirmed: bool
+    last: Observation | None
+    detail: str
+
+    def describe(self) -> str:
+        """A sentence for the log and the summary."""
+        if self.confirmed:
+            return f"cleanup confirmed: child run {self.run_id} is completed ({self.detail})"
+        return (
+            f"cleanup NOT confirmed for child run {self.run_id}: {self.detail}. "
+            f"Check run {self.run_id} and cancel it by hand if it is still running."
+        )
+
+
+def observe_run(client: GitHubClient, run_id: int, deadline: float | None) -> Observation:
+    """Read a child run and the jobs of its first attempt together."""
+    run = client.get_run(run_id, deadline=deadline)
+    jobs = client.list_attempt_jobs(run_id, 1, deadline=deadline)
+    return Observation(run, jobs)
+
+
+def cancel_and_confirm(
+    client: GitHubClient,
+    clock: Clock,
+    run_id: int,
+    *,
+    window: float = timing.CANCEL_WINDOW_SECONDS,
+    log: Callable[[str], None] = lambda _line: None,
+) -> CleanupResult:
+    """Cancel `run_id` unless it is over, then poll every 5 s until run and job are completed."""
+    deadline = clock.monotonic() + window
+    last: Observation | None = None
+    detail = "no observation yet"
+    try:
+        last = observe_run(client, run_id, deadline)
+    except NotFound:
+        return CleanupResult(
+            run_id, confirmed=False, last=None, detail="the run is not visible (404)"
+        )
+    except GitHubError as exc:
+        detail = f"read failed: {exc}"
+    if last is None or not last.finished:
+        try:
+            outcome = client.cancel_run(run_id, deadline=deadline)
+            log(f"Cancel requested for child run {run_id}: {outcome.value}")
+        except GitHubError as exc:
+            detail = f"cancel failed: {exc}"
+    while last is None or not last.finished:
+        if clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
+            return CleanupResult(
+                run_id, confirmed=False, last=last, detail=_unconfirmed(last, detail)
+            )
+        clock.sleep(timing.CANCEL_POLL_SECONDS)
+        try:
+            last = observe_run(client, run_id, deadline)
+        except GitHubError as exc:
+            detail = f"last read failed: {exc}"
+            continue
+        log(f"Cleanup check: {last.describe()}")
+    return CleanupResult(run_id, confirmed=True, last=last, detail=last.describe())
+
+
+def _unconfirmed(last: Observation | None, detail: str) -> str:
+    seen = last.describe() if last is not None else "never observed"
+    return f"the window closed; last seen: {seen}; {detail}"

@@ -1,0 +1,514 @@
+"""The fallback sequence: one child at a time, pool after pool, until a runner takes it.
+
+    parent check -> for each candidate:
+        preflight (source ref, workflow definition) -> dispatch once -> startup window (identity)
+        -> queued (poll every 60 s, one poll lands on the deadline)
+            -> deadline: fresh read, cancel, prove nothing ran (5 s polls in a 2-minute window)
+               -> next candidate
+            -> runner or step seen: no more fallback -> wait for the result (execution timeout)
+
+Every exit leaves the active child confirmed over, or names it as unconfirmed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import NoReturn
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm, observe_run
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.errors import (
+    DeadlineExceeded,
+    DispatchAmbiguous,
+    GitHubError,
+    Interrupted,
+    NotFound,
+    PermissionDenied,
+    RQFError,
+    SequenceError,
+)
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.models import WorkflowRun
+from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
+from runner_queue_fallback.observe import GRACE_RUN_STATUSES, Expected, Observation, job_mismatches
+from runner_queue_fallback.profiles import Candidate
+from runner_queue_fallback.report import Reporter
+
+__all__ = ["Attempt", "Coordinator", "Result", "check_parent"]
+
+#: How far back to look for a run whose dispatch reply was lost (clock skew margin).
+_LOOKBACK_SECONDS = 300
+
+
+@dataclass
+class Attempt:
+    """One dispatch: where it went, what it became and how long it waited for a runner."""
+
+    number: int
+    candidate: Candidate
+    request_id: str
+    run_id: int | None = None
+    run_url: str | None = None
+    job_url: str | None = None
+    dispatched_at: float | None = None
+    queued_at: float | None = None
+    queue_left_at: float | None = None
+    outcome: str = "not dispatched"
+
+    @property
+    def queued_seconds(self) -> float | None:
+        """Observed wait in the queue: from first seen queued to allocation or cancellation."""
+        if self.queued_at is None or self.queue_left_at is None:
+            return None
+        return self.queue_left_at - self.queued_at
+
+
+@dataclass
+class Result:
+    """How the sequence ended."""
+
+    attempts: list[Attempt] = field(default_factory=list)
+    success: bool = False
+    error: RQFError | None = None
+    cleanup: CleanupResult | None = None
+    race: bool = False
+
+    @property
+    def last(self) -> Attempt | None:
+        """The last dispatched attempt: the one the outputs describe."""
+        dispatched = [a for a in self.attempts if a.dispatched_at is not None]
+        return dispatched[-1] if dispatched else None
+
+
+def check_parent(
+    client: GitHubClient,
+    clock: Clock,
+    run_id: int,
+    attempt: int,
+    log: Callable[[str], None],
+) -> WorkflowRun:
+    """Wait up to 2 minutes (5 s polls) for the parent run to show active with the same attempt.
+
+    Queued, requested, pending and 404 are tolerated during the grace; terminal or unknown
+    states, or another attempt, fail at once. Requests and retries share the grace deadline.
+    """
+    deadline = clock.monotonic() + timing.PARENT_GRACE_SECONDS
+    last = "not read yet"
+    while True:
+        try:
+            run = client.get_run(run_id, deadline=deadline)
+        except (NotFound, DeadlineExceeded) as exc:
+            last = f"{type(exc).__name__}: {exc}"
+        else:
+            if run.run_attempt != attempt:
+                raise SequenceError(
+                    f"parent run {run_id}: expected attempt {attempt}, observed attempt "
+                    f"{run.run_attempt} (the parent was re-run)"
+                )
+            if run.status == "in_progress":
+                return run
+            if run.status not in GRACE_RUN_STATUSES:
+                raise SequenceError(
+                    f"parent run {run_id}: expected an active run, observed status "
+                    f"{run.status!r} conclusion {run.conclusion!r}"
+                )
+            last = f"status {run.status!r}"
+        if clock.monotonic() + timing.PARENT_POLL_SECONDS > deadline:
+            raise SequenceError(
+                f"parent run {run_id} attempt {attempt} did not show as active within 2 minutes; "
+                f"last observed: {last}"
+            )
+        log(f"Parent run {run_id} not active yet ({last}); checking again in 5s")
+        clock.sleep(timing.PARENT_POLL_SECONDS)
+
+
+class Coordinator:
+    """Runs the fallback sequence for validated inputs against one repository."""
+
+    def __init__(
+        self,
+        inputs: CoordinatorInputs,
+        run: RunContext,
+        client: GitHubClient,
+        clock: Clock,
+        reporter: Reporter,
+        *,
+        make_token: Callable[[], str] = lambda: secrets.token_hex(4),
+    ) -> None:
+        """Wire the sequence to its client, clock and reporter."""
+        self.inputs = inputs
+        self.ctx = run
+        self.client = client
+        self.clock = clock
+        self.report = reporter
+        self.make_token = make_token
+        self.result = Result()
+        self.expected_path = f".github/workflows/{inputs.workflow}"
+        self._definition_sha: str | None = None
+        self._active: int | None = None
+
+    # -- the sequence ---------------------------------------------------------------------
+
+    def run(self) -> Result:
+        """Run the whole sequence; never raises an RQFError (it is recorded in the result)."""
+        try:
+            self._sequence()
+        except Interrupted as exc:
+            self.result.error = SequenceError(str(exc))
+            self._clean_up(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
+        except RQFError as exc:
+            self.result.error = exc
+            self._clean_up(window=timing.CANCEL_WINDOW_SECONDS)
+        return self.result
+
+    def _sequence(self) -> None:
+        check_parent(
+            self.client, self.clock, self.ctx.run_id, self.ctx.run_attempt, self.report.log
+        )
+        self.report.log(f"Parent run {self.ctx.run_id} attempt {self.ctx.run_attempt} is active")
+        candidates = self.inputs.pools.candidates
+        for number, candidate in enumerate(candidates, start=1):
+            attempt = Attempt(number, candidate, self._request_id(number))
+            self.result.attempts.append(attempt)
+            with self.report.group(f"Candidate {number}/{len(candidates)}: {_pool(candidate)}"):
+                if self._try(attempt):
+                    return
+        raise SequenceError(
+            f"all {len(candidates)} queue(s) exhausted: no runner was acquired in any candidate pool"
+        )
+
+    def _try(self, attempt: Attempt) -> bool:
+        """Run one candidate; True when the sequence is over, False to fall back."""
+        self._preflight(attempt)
+        self._dispatch(attempt)
+        in_queue = self._wait_in_queue(attempt, self._startup(attempt))
+        if in_queue is None:
+            at_deadline = self._read_at_deadline(attempt)
+            if not (at_deadline.has_evidence or at_deadline.finished):
+                self._cancel_and_prove(attempt)
+                return False
+            in_queue = at_deadline
+        self._wait_for_result(attempt, in_queue)
+        return True
+
+    def _request_id(self, number: int) -> str:
+        return f"rqf-{self.ctx.run_id}-{self.ctx.run_attempt}-{number}-{self.make_token()}"
+
+    # -- before dispatch ------------------------------------------------------------------
+
+    def _preflight(self, attempt: Attempt) -> None:
+        """Source still at source-sha; workflow definition unchanged since the first dispatch."""
+        if attempt.number > 1:
+            self._check_parent_still_active()
+        self._check_source()
+        blob = self.client.get_file_sha(self.expected_path, self.inputs.workflow_ref)
+        if self._definition_sha is None:
+            self._definition_sha = blob
+        elif blob != self._definition_sha:
+            raise SequenceError(
+                f"workflow definition {self.expected_path} at {self.inputs.workflow_ref!r} changed "
+                f"during the sequence: expected blob {self._definition_sha}, observed {blob}. Keep "
+                "workflow-ref stable (a protected tag avoids this)"
+            )
+
+    def _workflow_commit(self) -> str:
+        """The commit of workflow-ref: the head SHA the child run must show."""
+        ref = self.inputs.workflow_ref
+        try:
+            return self.client.get_ref_sha(f"heads/{ref}")
+        except NotFound:
+            return self.client.get_ref_sha(f"tags/{ref}")
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def _dispatch(self, attempt: Attempt) -> None:
+        commit = self._workflow_commit()
+        self.expected = Expected(attempt.request_id, self.expected_path, commit)
+        inputs = {
+            "request-id": attempt.request_id,
+            "parent-run-id": str(self.ctx.run_id),
+            "parent-run-attempt": str(self.ctx.run_attempt),
+            "source-ref": self.inputs.source_ref,
+            "source-sha": self.inputs.source_sha,
+            "runner": attempt.candidate.runner_json(),
+            "workload": self.inputs.workload,
+        }
+        self.report.save_state("request-id", attempt.request_id)
+        attempt.dispatched_at = self.clock.monotonic()
+        try:
+            reply = self.client.dispatch_workflow(
+                self.inputs.workflow, self.inputs.workflow_ref, inputs
+            )
+        except DispatchAmbiguous as exc:
+            attempt.outcome = "dispatch reply lost"
+            self.report.warning(str(exc), title="Ambiguous dispatch")
+            self._recover_lost_dispatch(attempt)
+        self._set_active(attempt, reply.workflow_run_id, reply.html_url)
+        attempt.outcome = "dispatched"
+        self.report.notice(
+            f"Child {attempt.request_id} dispatched to {_pool(attempt.candidate)}: {reply.html_url}",
+            title=f"Candidate {attempt.number}",
+        )
+
+    def _set_active(self, attempt: Attempt, run_id: int, url: str) -> None:
+        attempt.run_id, attempt.run_url = run_id, url
+        self._active = run_id
+        self.report.save_state("child-run-id", str(run_id))
+
+    def _recover_lost_dispatch(self, attempt: Attempt) -> NoReturn:
+        """Find the run by its unique run-name, mark it for cleanup, and stop: never re-dispatch."""
+        assert attempt.dispatched_at is not None  # noqa: S101  # set just before dispatch
+        deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+        after = self.clock.now() - timedelta(seconds=_LOOKBACK_SECONDS)
+        while self.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= deadline:
+            self.clock.sleep(timing.STARTUP_POLL_SECONDS)
+            try:
+                runs = self.client.find_runs_by_name(
+                    self.inputs.workflow, attempt.request_id, created_after=after, deadline=deadline
+                )
+            except GitHubError as exc:
+                self.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+                continue
+            if runs:
+                self._set_active(attempt, runs[0].id, runs[0].html_url)
+                raise SequenceError(
+                    f"the dispatch reply was lost; run {runs[0].id} with run-name "
+                    f"{attempt.request_id} was found and is cancelled; no other pool is tried"
+                )
+        raise SequenceError(
+            f"the dispatch reply was lost and no run with run-name {attempt.request_id} appeared "
+            "within 2 minutes; if one appears later, cancel it; no other pool is tried"
+        )
+
+    # -- startup --------------------------------------------------------------------------
+
+    def _startup(self, attempt: Attempt) -> Observation:
+        """Wait (15 s, then every 5 s, within 2 minutes) until the child shows its identity and job."""
+        assert attempt.run_id is not None  # noqa: S101  # set by _dispatch
+        assert attempt.dispatched_at is not None  # noqa: S101  # set by _dispatch
+        deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+        self.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
+        last = "not checked yet"
+        while True:
+            try:
+                observation = observe_run(self.client, attempt.run_id, deadline)
+            except PermissionDenied:
+                raise
+            except GitHubError as exc:
+                last = str(exc)
+            else:
+                self._check_identity(observation)
+                if observation.jobs:
+                    self._note_job(attempt, observation)
+                    return observation
+                last = f"run visible, job metadata pending ({observation.describe()})"
+            if self.clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
+                raise SequenceError(
+                    f"child run {attempt.run_id} did not show its identity and worker job within "
+                    f"the 2-minute startup window; last: {last}"
+                )
+            self.clock.sleep(timing.STARTUP_POLL_SECONDS)
+
+    def _check_identity(self, observation: Observation) -> None:
+        problems = self.expected.run_mismatches(observation.run)
+        if observation.jobs:
+            problems += job_mismatches(observation.jobs)
+        if problems:
+            raise SequenceError(
+                f"child run {observation.run.id} is not the run that was dispatched: "
+                + "; ".join(problems)
+            )
+
+    def _note_job(self, attempt: Attempt, observation: Observation) -> None:
+        job = observation.job
+        if job is not None and job.html_url:
+            attempt.job_url = job.html_url
+        if attempt.queued_at is None and not observation.has_evidence and job is not None:
+            attempt.queued_at = self.clock.monotonic()
+            attempt.outcome = "queued"
+            self.report.log(
+                f"Worker job of child {attempt.run_id} is queued: the queue clock starts "
+                f"({_minutes(attempt.candidate.queue_seconds)} to acquire a runner)"
+            )
+
+    def _observe(self, attempt: Attempt, deadline: float | None = None) -> Observation:
+        assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
+        observation = observe_run(self.client, attempt.run_id, deadline)
+        self._check_identity(observation)
+        self._note_job(attempt, observation)
+        return observation
+
+    # -- queued ---------------------------------------------------------------------------
+
+    def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Observation | None:
+        """Poll every 60 s, landing one poll on the deadline; None when the deadline is reached."""
+        if observation.has_evidence or observation.finished:
+            return observation
+        assert attempt.queued_at is not None  # noqa: S101  # set when the job was seen in startup
+        assert attempt.dispatched_at is not None  # noqa: S101  # set by _dispatch
+        deadline = attempt.queued_at + attempt.candidate.queue_seconds
+        round_number = 0
+        while not (observation.has_evidence or observation.finished):
+            now = self.clock.monotonic()
+            if now >= deadline:
+                return None
+            wait = min(timing.QUEUE_POLL_SECONDS, deadline - now)
+            round_number += 1
+            self.report.log(
+                f"Waiting round {round_number}: child {attempt.run_id} {observation.describe()}; "
+                f"{_seconds(now - attempt.dispatched_at)} since dispatch; next check in {_seconds(wait)}"
+            )
+            self.clock.sleep(wait)
+            observation = self._observe(attempt)
+            self._poll_checks(allocated=observation.has_evidence)
+        return observation
+
+    def _read_at_deadline(self, attempt: Attempt) -> Observation:
+        self.report.log(
+            f"Queue deadline of {_minutes(attempt.candidate.queue_seconds)} reached for child "
+            f"{attempt.run_id}: fresh read before cancelling"
+        )
+        return self._observe(attempt)
+
+    def _poll_checks(self, *, allocated: bool) -> None:
+        """Each poll: the source ref (unless pinned after start) and the parent run."""
+        if not (allocated and self.inputs.source_policy == "pinned-after-start"):
+            self._check_source()
+        self._check_parent_still_active()
+
+    def _check_source(self) -> None:
+        observed = self.client.get_ref_sha(self.inputs.source_ref)
+        if observed != self.inputs.source_sha:
+            raise SequenceError(
+                f"source ref {self.inputs.source_ref} moved: expected {self.inputs.source_sha}, "
+                f"observed {observed}. The approved revision is stale; start a new run for the new SHA"
+            )
+
+    def _check_parent_still_active(self) -> None:
+        parent = self.client.get_run(self.ctx.run_id)
+        if parent.run_attempt != self.ctx.run_attempt or parent.status == "completed":
+            raise SequenceError(
+                f"parent run {self.ctx.run_id}: expected attempt {self.ctx.run_attempt} still active, "
+                f"observed attempt {parent.run_attempt} status {parent.status!r} conclusion "
+                f"{parent.conclusion!r}"
+            )
+
+    # -- cancellation after a queue timeout -----------------------------------------------
+
+    def _cancel_and_prove(self, attempt: Attempt) -> None:
+        """Cancel and confirm, within one 2-minute window, that run and job ended with no runner."""
+        assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
+        deadline = self.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
+        attempt.queue_left_at = self.clock.monotonic()
+        attempt.outcome = "cancelling after queue timeout"
+        outcome = self.client.cancel_run(attempt.run_id, deadline=deadline)
+        self.report.log(f"Cancel requested for child {attempt.run_id}: {outcome.value}")
+        last: Observation | None = None
+        forced = False
+        while True:
+            if self.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
+                seen = last.describe() if last else "no reply within the window"
+                raise SequenceError(
+                    f"cancellation of child {attempt.run_id} was not confirmed within 2 minutes; last "
+                    f"observation: {seen}. No other pool is tried"
+                )
+            self.clock.sleep(timing.CANCEL_POLL_SECONDS)
+            try:
+                last = self._observe(attempt, deadline)
+            except (DeadlineExceeded, GitHubError) as exc:
+                self.report.log(f"Cancellation check failed: {exc}")
+                continue
+            self.report.log(f"Cancellation check: {last.describe()}")
+            if last.has_evidence:
+                self.result.race = True
+                attempt.outcome = "runner acquired during cancellation (race)"
+                raise SequenceError(
+                    f"child {attempt.run_id} acquired a runner while it was being cancelled (the "
+                    "queue/start race). It is not run again on another pool; check its logs"
+                )
+            if last.cancelled_cleanly:
+                attempt.outcome = "cancelled before a runner (queue timeout)"
+                self._active = None
+                self.report.log(
+                    f"Confirmed: child {attempt.run_id} ended with no runner and no step"
+                )
+                return
+            if last.finished:
+                raise SequenceError(f"child {attempt.run_id} ended unexpectedly: {last.describe()}")
+            if not forced and last.run.status != "completed" and self._past_half(deadline):
+                forced = True
+                self.report.log(f"Child {attempt.run_id} still not cancelled: sending force-cancel")
+                self.client.force_cancel_run(attempt.run_id, deadline=deadline)
+
+    def _past_half(self, deadline: float) -> bool:
+        return deadline - self.clock.monotonic() <= timing.CANCEL_WINDOW_SECONDS / 2
+
+    # -- allocated ------------------------------------------------------------------------
+
+    def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
+        """No more fallback: poll every 60 s until the child concludes or the execution timeout."""
+        now = self.clock.monotonic()
+        if attempt.queue_left_at is None:
+            attempt.queue_left_at = now
+        attempt.outcome = "runner allocated"
+        if observation.has_evidence:
+            self.report.log(f"Runner allocated to child {attempt.run_id}: fallback is now disabled")
+        deadline = now + self.inputs.pools.execution_timeout_minutes * 60
+        round_number = 0
+        while not observation.finished:
+            now = self.clock.monotonic()
+            if now >= deadline:
+                attempt.outcome = "execution timeout"
+                raise SequenceError(
+                    f"child {attempt.run_id} did not finish within execution-timeout-minutes "
+                    f"({self.inputs.pools.execution_timeout_minutes}); it is cancelled"
+                )
+            wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
+            round_number += 1
+            self.report.log(
+                f"Executing round {round_number}: child {attempt.run_id} {observation.describe()}; "
+                f"next check in {_seconds(wait)}"
+            )
+            self.clock.sleep(wait)
+            observation = self._observe(attempt)
+            self._poll_checks(allocated=True)
+        self._active = None
+        self.report.log(f"Polling finished: child {attempt.run_id} {observation.describe()}")
+        job = observation.job
+        attempt.outcome = (
+            f"run {observation.run.conclusion}, worker {job.conclusion if job else 'missing'}"
+        )
+        if not observation.succeeded:
+            raise SequenceError(
+                f"the worker did not succeed: run concluded {observation.run.conclusion!r}, worker job "
+                f"{job.conclusion if job else 'missing'!r}. It is not retried on another pool"
+            )
+        self.result.success = True
+
+    # -- cleanup --------------------------------------------------------------------------
+
+    def _clean_up(self, window: float) -> None:
+        if self._active is None:
+            return
+        self.result.cleanup = cancel_and_confirm(
+            self.client, self.clock, self._active, window=window, log=self.report.log
+        )
+        if self.result.cleanup.confirmed:
+            self._active = None
+        self.report.log(self.result.cleanup.describe())
+
+
+def _pool(candidate: Candidate) -> str:
+    return f"{candidate.group} / {candidate.label_text}"
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.0f}s"
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:g} min"

@@ -1,0 +1,155 @@
+"""Pure reading of a child run: which phase it is in, and whether it is the run we dispatched.
+
+The coordinator decides on these observations only; nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from runner_queue_fallback.github.models import Job, WorkflowRun
+
+__all__ = [
+    "ACTIVE_RUN_STATUSES",
+    "GRACE_RUN_STATUSES",
+    "WORKER_JOB",
+    "Expected",
+    "Observation",
+    "Phase",
+]
+
+WORKER_JOB = "worker"
+#: A parent in one of these states is still becoming visible as active (spec: initial grace).
+GRACE_RUN_STATUSES = frozenset({"queued", "requested", "pending"})
+#: The state of a run that is running the step we are in.
+ACTIVE_RUN_STATUSES = frozenset({"in_progress"})
+_UNSTARTED_STEP = frozenset({"queued", "pending", "waiting", "requested"})
+
+
+class Phase(enum.Enum):
+    """Where a child stands, as far as the API shows."""
+
+    NO_JOBS = "visible, no job yet"
+    QUEUED = "queued, no runner"
+    ALLOCATED = "runner allocated"
+    COMPLETED = "completed"
+
+
+@dataclass(frozen=True)
+class Expected:
+    """The identity the dispatched child must show, exactly."""
+
+    run_name: str
+    workflow_path: str
+    head_sha: str
+    event: str = "workflow_dispatch"
+    attempt: int = 1
+
+    def run_mismatches(self, run: WorkflowRun) -> list[str]:
+        """Every identity field of the run that differs, as 'field: expected X, observed Y'."""
+        path = run.workflow_file_path
+        pairs = [
+            ("run-name (display_title)", self.run_name, run.display_title),
+            ("event", self.event, run.event),
+            ("head_sha", self.head_sha, run.head_sha),
+            ("run_attempt", str(self.attempt), str(run.run_attempt)),
+        ]
+        mismatches = [
+            f"{field}: expected {want!r}, observed {got!r}"
+            for field, want, got in pairs
+            if want != got
+        ]
+        if path != self.workflow_path and not path.endswith("/" + self.workflow_path):
+            mismatches.append(
+                f"workflow path: expected {self.workflow_path!r}, observed {run.path!r}"
+            )
+        return mismatches
+
+
+def job_mismatches(jobs: list[Job]) -> list[str]:
+    """The child must have exactly one job, named worker."""
+    names = [job.name for job in jobs]
+    if names == [WORKER_JOB]:
+        return []
+    return [f"jobs: expected exactly one job named {WORKER_JOB!r}, observed {names!r}"]
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One read of a child run together with the jobs of its first attempt."""
+
+    run: WorkflowRun
+    jobs: list[Job]
+
+    @property
+    def job(self) -> Job | None:
+        """The worker job, when the run shows exactly one."""
+        return self.jobs[0] if len(self.jobs) == 1 else None
+
+    @property
+    def has_evidence(self) -> bool:
+        """Whether a runner was allocated or a step started: from here on there is no fallback."""
+        return any(_job_evidence(job) for job in self.jobs)
+
+    @property
+    def phase(self) -> Phase:
+        """The phase of the child as a whole."""
+        if self.has_evidence:
+            return Phase.COMPLETED if self.finished else Phase.ALLOCATED
+        if not self.jobs:
+            return Phase.COMPLETED if self.run.status == "completed" else Phase.NO_JOBS
+        return Phase.COMPLETED if self.finished else Phase.QUEUED
+
+    @property
+    def finished(self) -> bool:
+        """Run and every job completed (a lagging job keeps this False)."""
+        return self.run.status == "completed" and all(
+            job.status == "completed" for job in self.jobs
+        )
+
+    @property
+    def cancelled_cleanly(self) -> bool:
+        """Completed and cancelled with no runner and no step: proof that nothing ran."""
+        return (
+            self.finished
+            and self.run.conclusion == "cancelled"
+            and all(job.conclusion == "cancelled" for job in self.jobs)
+            and not self.has_evidence
+        )
+
+    @property
+    def succeeded(self) -> bool:
+        """Run and its worker job both concluded success."""
+        job = self.job
+        return (
+            self.finished
+            and self.run.conclusion == "success"
+            and job is not None
+            and job.name == WORKER_JOB
+            and job.conclusion == "success"
+        )
+
+    def describe(self) -> str:
+        """One log line: run and job states and the runner allocation."""
+        run = f"run {self.run.id} {self.run.status}/{self.run.conclusion or '-'}"
+        if not self.jobs:
+            return f"{run}; no job yet"
+        parts = [run]
+        for job in self.jobs:
+            runner = job.runner_name or (str(job.runner_id) if job.runner_id else "none")
+            started = sum(1 for step in job.steps if step.status not in _UNSTARTED_STEP)
+            parts.append(
+                f"job {job.name} {job.status}/{job.conclusion or '-'}, runner {runner}, "
+                f"{started} step(s) started"
+            )
+        return "; ".join(parts)
+
+
+def _job_evidence(job: Job) -> bool:
+    """A runner assigned, the job in progress, or any step started."""
+    return (
+        job.has_runner
+        or job.status == "in_progress"
+        or any(step.status not in _UNSTARTED_STEP for step in job.steps)
+    )
