@@ -1,0 +1,61 @@
+"""The fake GitHub: an Actions model with runner pools, a scheduler, faults and a request ledger.
+
+Product code, not a test helper: `simulate`, the benchmarks and the tests all use it. It describes
+GitHub and never imports the client (`runner_queue_fallback.github`), `observe`, `coordinator`,
+`guard` or `cleanup`; its JSON is checked against GitHub's official models instead.
+"""
+
+from runner_queue_fallback.sim.actions import (
+    CHILD_INPUTS,
+    DispatchRefused,
+    WorkerContext,
+    WorkerHook,
+)
+from runner_queue_fallback.sim.faults import FAULT_KINDS, Fault, FaultKind, FaultPlan
+from runner_queue_fallback.sim.model import (
+    DEFAULT_TIMINGS,
+    FakeJob,
+    FakeRun,
+    Pool,
+    PoolKey,
+    RunHistory,
+    Timings,
+    Workload,
+    pool_key,
+)
+from runner_queue_fallback.sim.reply import LedgerEntry, Reply
+from runner_queue_fallback.sim.scenario import Event, ParentSpec, PoolSpec, Scenario, WorkflowSpec
+from runner_queue_fallback.sim.transport import LoopbackServer, SimAdapter
+from runner_queue_fallback.sim.vclock import VirtualClock
+from runner_queue_fallback.sim.world import FakeGitHub
+
+__all__ = [
+    "CHILD_INPUTS",
+    "DEFAULT_TIMINGS",
+    "FAULT_KINDS",
+    "DispatchRefused",
+    "Event",
+    "FakeGitHub",
+    "FakeJob",
+    "FakeRun",
+    "Fault",
+    "FaultKind",
+    "FaultPlan",
+    "LedgerEntry",
+    "LoopbackServer",
+    "ParentSpec",
+    "Pool",
+    "PoolKey",
+    "PoolSpec",
+    "Reply",
+    "RunHistory",
+    "Scenario",
+    "SimAdapter",
+    "Timings",
+    "VirtualClock",
+    "WorkerContext",
+    "WorkerHook",
+    "WorkflowSpec",
+    "Workload",
+    "pool_key",
+]

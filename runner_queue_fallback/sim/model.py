@@ -1,0 +1,246 @@
+"""In-memory model of one repository's Actions: refs, workflow files, runs, jobs, runner pools.
+
+The model is a discrete-event simulation on virtual seconds (`clock.monotonic()`). Fixed-time
+happenings (a job appearing, a step starting, a cancel landing, a scheduled fault) sit in a heap;
+after every event the pools hand free runners to waiting jobs, first come first served. The model
+describes GitHub, never our client's view of it (the `sim/` boundary rule in DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
+
+from pydantic import ConfigDict
+
+__all__ = [
+    "DEFAULT_TIMINGS",
+    "FakeJob",
+    "FakeRun",
+    "FakeStep",
+    "Pool",
+    "PoolKey",
+    "RunHistory",
+    "Timings",
+    "WorkflowFile",
+    "Workload",
+    "pool_key",
+]
+
+#: A pool is named by its runner group and its sorted labels, as `runs-on: {group, labels}` says.
+PoolKey = tuple[str, tuple[str, ...]]
+
+STEP_SETUP = "Set up job"
+STEP_GUARD = "Guard"
+STEP_WORKLOAD = "Workload"
+
+
+def pool_key(group: str, labels: str | Sequence[str]) -> PoolKey:
+    """Normalise `{group, labels}` (labels a string or a list) into a hashable pool key."""
+    items = (labels,) if isinstance(labels, str) else tuple(labels)
+    return (group, tuple(sorted(items)))
+
+
+def git_blob_sha(content: str) -> str:
+    r"""The blob SHA git would give `content` (sha1 of `blob <len>\\0<bytes>`)."""
+    data = content.encode()
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+def fake_commit_sha(*parts: object) -> str:
+    """A deterministic 40-hex commit SHA derived from `parts`."""
+    text = json.dumps([str(p) for p in parts])
+    return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What the child's workload step does once the guard lets it start."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
+    outcome: Literal["success", "failure"] = "success"
+    duration: float = 60.0
+
+
+@dataclass(frozen=True)
+class Timings:
+    """How GitHub's asynchronous parts are paced, in virtual seconds."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
+    visibility_delay: float = 3.0  # dispatch -> the run answers 200 instead of 404
+    jobs_delay: float = 2.0  # run visible -> its worker job is listed (queued)
+    start_delay: float = 5.0  # runner assigned -> the first step (the guard) runs
+    guard_duration: float = 2.0  # how long the guard step takes when no hook runs it
+    cancel_delay: float = 3.0  # POST /cancel accepted -> run and job completed/cancelled
+    force_cancel_delay: float = 1.0  # same for /force-cancel
+    run_completion_lag: float = 0.0  # run says completed this long after the job really ended
+    job_completion_lag: float = 0.0  # job says completed this long after it really ended
+    latency: float = 0.0  # every reply arrives this long after the request was served
+    timeout_minutes: float = 15.0  # the child job's `timeout-minutes`
+
+
+DEFAULT_TIMINGS = Timings()
+
+
+@dataclass(frozen=True)
+class WorkflowFile:
+    """One workflow file as stored in a commit."""
+
+    content: str
+    dispatchable: bool = True
+    inputs: tuple[str, ...] | None = None  # declared dispatch inputs; None accepts any
+    required: tuple[str, ...] = ()
+    name: str = "Runner worker"
+
+    @property
+    def sha(self) -> str:
+        """The blob SHA of the file."""
+        return git_blob_sha(self.content)
+
+
+@dataclass
+class Pool:
+    """Self-hosted runners sharing one `{group, labels}`; `busy` intervals have no free runner."""
+
+    key: PoolKey
+    runners: int
+    busy: tuple[tuple[float, float], ...] = ()
+    workload: Workload | None = None
+    group_id: int = 1
+    holding: list[int] = field(default_factory=list)  # run ids holding a runner
+    served: int = 0  # runners handed out so far (names the next runner)
+
+    def free(self, at: float) -> int:
+        """How many runners are free at virtual time `at`."""
+        if any(start <= at < end for start, end in self.busy):
+            return 0
+        return max(0, self.runners - len(self.holding))
+
+
+@dataclass
+class RunHistory:
+    """What really happened to one child run, in virtual seconds, for invariant checks."""
+
+    run_id: int
+    request_id: str
+    pool: PoolKey | None
+    dispatched_at: float
+    first_visible_at: float
+    job_queued_at: float
+    allocated_at: float | None = None
+    started_at: float | None = None  # first step (the guard) began
+    guard_passed: bool | None = None
+    workload_started_at: float | None = None
+    cancel_requested_at: float | None = None
+    completed_at: float | None = None  # the true end, before any reporting lag
+    conclusion: str | None = None
+    runner: str | None = None
+
+
+@dataclass
+class FakeStep:
+    """One step of the worker job."""
+
+    name: str
+    number: int
+    status: str = "in_progress"
+    conclusion: str | None = None
+    started_at: float | None = None
+    completed_at: float | None = None
+
+
+@dataclass
+class FakeJob:
+    """The child's single job, `worker`."""
+
+    id: int
+    created_at: float
+    labels: list[str]
+    status: str = "queued"
+    conclusion: str | None = None
+    started_at: float | None = None
+    completed_at: float | None = None
+    runner_id: int | None = None
+    runner_name: str | None = None
+    runner_group_id: int | None = None
+    runner_group_name: str | None = None
+    steps: list[FakeStep] = field(default_factory=list)
+
+
+@dataclass
+class FakeRun:
+    """A workflow run as GitHub shows it (parent or child)."""
+
+    id: int
+    workflow_file: str
+    workflow_id: int
+    workflow_name: str
+    head_branch: str | None
+    head_sha: str
+    display_title: str
+    run_number: int
+    created_at: float
+    visible_at: float
+    updated_at: float
+    event: str = "workflow_dispatch"
+    attempt: int = 1
+    status: str = "queued"
+    conclusion: str | None = None
+    started_at: float = 0.0
+    inputs: dict[str, str] = field(default_factory=dict)
+    job_at: float | None = None  # when the worker job is listed (children only)
+    job: FakeJob | None = None
+    history: RunHistory | None = None
+    pool: PoolKey | None = None
+    finished: bool = False  # the job really ended (lagged reports may still say otherwise)
+    #: earlier attempts: attempt -> (status, conclusion, updated_at, started_at)
+    attempts: dict[int, tuple[str, str | None, float, float]] = field(default_factory=dict)
+
+    def touch(self, at: float) -> None:
+        """Mark the run resource as changed at `at`."""
+        self.updated_at = max(self.updated_at, at)
+
+
+class EventQueue:
+    """Fixed-time events in (time, insertion order) order."""
+
+    def __init__(self) -> None:
+        """Start empty."""
+        self._heap: list[tuple[float, int, Callable[[], None]]] = []
+        self._seq = itertools.count()
+
+    def push(self, at: float, action: Callable[[], None]) -> None:
+        """Run `action` when the model reaches `at`."""
+        heapq.heappush(self._heap, (at, next(self._seq), action))
+
+    def next_time(self) -> float | None:
+        """The time of the earliest pending event."""
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> Callable[[], None]:
+        """Remove and return the earliest event."""
+        return heapq.heappop(self._heap)[2]
+
+
+def parse_runner(value: str) -> tuple[PoolKey | None, list[str]]:
+    """Read the child's `runner` input (`{"group": ..., "labels": ...}`) as `runs-on` would."""
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return None, []
+    if not isinstance(data, Mapping):
+        return None, []
+    group, labels = data.get("group"), data.get("labels")
+    if isinstance(labels, str):
+        labels = [labels]
+    if not isinstance(group, str) or not isinstance(labels, list):
+        return None, []
+    text_labels = [str(label) for label in labels]
+    return pool_key(group, text_labels), text_labels

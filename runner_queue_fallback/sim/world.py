@@ -1,0 +1,421 @@
+"""The fake GitHub: the Actions model behind GitHub's REST API, with faults, ETags and a quota.
+
+Every adapter (a `requests` transport, `responses` callbacks, a loopback HTTP server) calls one
+`FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.sim.actions import ActionsModel, DispatchRefused, WorkerHook
+from runner_queue_fallback.sim.faults import Fault, FaultPlan
+from runner_queue_fallback.sim.model import DEFAULT_TIMINGS, FakeRun, Timings, Workload
+from runner_queue_fallback.sim.render import Renderer, error
+from runner_queue_fallback.sim.reply import LedgerEntry, Reply
+
+if TYPE_CHECKING:
+    import requests
+    import responses
+
+__all__ = ["FakeGitHub"]
+
+RATE_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
+SECONDARY_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID {request_id}."
+)
+QUOTA_WINDOW = 3600.0
+
+_Route = tuple[str, re.Pattern[str], str]
+_ROUTES: list[_Route] = [
+    ("POST", re.compile(r"/actions/workflows/(?P<file>[^/]+)/dispatches"), "_dispatch"),
+    ("GET", re.compile(r"/actions/workflows/(?P<file>[^/]+)/runs"), "_list_runs"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)"), "_get_run"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/jobs"), "_get_jobs"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<n>\d+)"), "_get_run"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<n>\d+)/jobs"), "_get_jobs"),
+    ("POST", re.compile(r"/actions/runs/(?P<run_id>\d+)/(?P<how>cancel|force-cancel)"), "_cancel"),
+    ("GET", re.compile(r"/git/ref/(?P<ref>.+)"), "_git_ref"),
+    ("GET", re.compile(r"/contents/(?P<path>.+)"), "_contents"),
+]
+
+_Served = tuple[int, Any]  # status and JSON body
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    query: str
+    headers: Mapping[str, str]
+    body: bytes
+    client: int | None
+    request_id: str
+
+
+class FakeGitHub(ActionsModel):
+    """One simulated repository: Actions model + REST API + faults + request ledger + quota."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        repository: str = "octo-org/octo-repo",
+        api_url: str = "https://api.github.test",
+        server_url: str = "https://github.test",
+        timings: Timings = DEFAULT_TIMINGS,
+        workload: Workload | None = None,
+        on_worker_start: WorkerHook | None = None,
+        faults: FaultPlan | None = None,
+        quota: int = 1000,
+        path_with_ref: bool = False,
+        worker_token: str = "ghs_worker_token",  # noqa: S107 (a fake token the guard is handed)
+        default_branch: str = "main",
+    ) -> None:
+        """Build an empty repository; add refs, workflows, pools and the parent run next."""
+        super().__init__(
+            clock,
+            repository=repository,
+            api_url=api_url,
+            server_url=server_url,
+            timings=timings,
+            workload=workload,
+            on_worker_start=on_worker_start,
+            worker_token=worker_token,
+            default_branch=default_branch,
+        )
+        self.faults = faults or FaultPlan()
+        self.quota = quota
+        self.path_with_ref = path_with_ref
+        self.ledger: list[LedgerEntry] = []
+        epoch = clock.now() - timedelta(seconds=clock.monotonic())
+        self.render = Renderer(repository, self.api_url, self.server_url, epoch)
+        self._api_prefix = urlsplit(self.api_url).path.rstrip("/")
+        self._clients: dict[str, int] = {}
+        self._window: tuple[float, int] | None = None  # (window start, counted requests)
+        self._seq = 0
+
+    # --------------------------------------------------------------------------- adapters
+
+    def session(self) -> requests.Session:
+        """A `requests.Session` whose requests to `api_url` are served by this fake in-process."""
+        from runner_queue_fallback.sim.transport import make_session  # noqa: PLC0415 (cycle)
+
+        return make_session(self)
+
+    def register(self, rsps: responses.RequestsMock) -> None:
+        """Serve every request to `api_url` through `rsps` (`responses`' `add_callback`)."""
+        from runner_queue_fallback.sim.transport import register  # noqa: PLC0415 (cycle)
+
+        register(self, rsps)
+
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """Run a loopback HTTP server on 127.0.0.1 (ephemeral port); yield its base URL."""
+        from runner_queue_fallback.sim.transport import LoopbackServer  # noqa: PLC0415 (cycle)
+
+        with LoopbackServer(self) as url:
+            yield url
+
+    def inject(self, fault: Fault) -> None:
+        """Add a fault to the plan."""
+        self.faults.add(fault)
+
+    def counted_requests(self, client: int | None = None) -> int:
+        """Requests that counted against the primary rate limit (of one client, or all)."""
+        return sum(1 for e in self.ledger if e.counted and client in {None, e.client})
+
+    # ----------------------------------------------------------------------------- handle
+
+    def handle(
+        self, method: str, path_and_query: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> Reply:
+        """Serve one request (path relative to `api_url`, or including its path prefix)."""
+        self.catch_up()
+        split = urlsplit(path_and_query)
+        path = unquote(split.path)
+        if self._api_prefix and path.startswith(self._api_prefix + "/"):
+            path = path[len(self._api_prefix) :]
+        lowered = {k.lower(): v for k, v in headers.items()}
+        with self._lock:
+            self._seq += 1
+            request = _Request(
+                method=method.upper(),
+                path=path,
+                query=split.query,
+                headers=lowered,
+                body=body,
+                client=self._client(lowered.get("authorization")),
+                request_id=f"5100:{self._seq:05X}:{self._seq * 7919 % 65536:04X}",
+            )
+            reply, counted, fault = self._serve(request)
+            self.ledger.append(
+                LedgerEntry(
+                    seq=self._seq,
+                    time=self.now(),
+                    method=request.method,
+                    path=path,
+                    query=split.query,
+                    status=None if reply.error else reply.status,
+                    counted=counted,
+                    client=request.client,
+                    request_id=request.request_id,
+                    fault=fault,
+                )
+            )
+        if self.timings.latency > 0:
+            advance = getattr(self.clock, "advance", None)
+            (advance or self.clock.sleep)(self.timings.latency)
+        return reply
+
+    def _client(self, authorization: str | None) -> int | None:
+        if not authorization:
+            return None
+        token = authorization.split(" ", 1)[-1].strip()
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        return self._clients.setdefault(digest, len(self._clients))
+
+    def _serve(self, request: _Request) -> tuple[Reply, bool, str | None]:  # noqa: PLR0911 (one return per way a request ends)
+        request_id = request.request_id
+        if request.client is None:
+            return self._reply(401, error("Requires authentication", 401), request_id), False, None
+        if self._quota_used() >= self.quota:
+            return self._primary_limit(request_id, self._quota_reset()), False, None
+        fault = self.faults.pick(request.method, request.path, self.now())
+        if fault is not None and fault.kind in {"timeout", "connection"}:
+            return self._fault_reply(fault, request_id), False, fault.kind
+        if fault is not None and fault.kind != "lost_reply":
+            self._count()
+            return self._fault_reply(fault, request_id), True, fault.kind
+        status, payload = self._route(request.method, request.path, request.query, request.body)
+        raw = b"" if payload is None else json.dumps(payload).encode()
+        etag = f'W/"{hashlib.sha256(raw).hexdigest()[:40]}"'
+        is_get = request.method == "GET" and status == 200
+        if is_get and _etag_matches(request.headers.get("if-none-match"), etag):
+            return self._reply(304, None, request_id, etag=etag), False, None
+        self._count()
+        if fault is not None:  # lost_reply: it really happened, but the client never hears so
+            lost = (
+                Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request_id)
+            )
+            return lost, True, fault.kind
+        return self._reply(status, payload, request_id, etag=etag if is_get else None), True, None
+
+    # --------------------------------------------------------------------- quota, replies
+
+    def _quota_used(self) -> int:
+        if self._window is None or self.now() >= self._window[0] + QUOTA_WINDOW:
+            return 0
+        return self._window[1]
+
+    def _count(self) -> None:
+        if self._window is None or self.now() >= self._window[0] + QUOTA_WINDOW:
+            self._window = (self.now(), 0)
+        self._window = (self._window[0], self._window[1] + 1)
+
+    def _quota_reset(self) -> float:
+        start = self._window[0] if self._window and self._quota_used() else self.now()
+        return start + QUOTA_WINDOW
+
+    def _epoch(self, virtual: float) -> int:
+        stamp: datetime = self.render.epoch + timedelta(seconds=virtual)
+        return int(stamp.timestamp() + 0.999)
+
+    def _rate_headers(self, request_id: str, remaining: int | None = None) -> dict[str, str]:
+        used = self._quota_used()
+        left = max(0, self.quota - used) if remaining is None else remaining
+        return {
+            "Content-Type": "application/json; charset=utf-8",
+            "X-GitHub-Api-Version-Selected": "2026-03-10",
+            "X-GitHub-Request-Id": request_id,
+            "X-RateLimit-Limit": str(self.quota),
+            "X-RateLimit-Remaining": str(left),
+            "X-RateLimit-Used": str(used),
+            "X-RateLimit-Reset": str(self._epoch(self._quota_reset())),
+            "X-RateLimit-Resource": "core",
+        }
+
+    def _reply(
+        self, status: int, payload: Any, request_id: str, *, etag: str | None = None
+    ) -> Reply:
+        headers = self._rate_headers(request_id)
+        if etag is not None:
+            headers["ETag"] = etag
+        body = b"" if payload is None or status == 304 else json.dumps(payload).encode()
+        return Reply(status, headers, body)
+
+    def _primary_limit(self, request_id: str, reset: float, status: int = 403) -> Reply:
+        headers = self._rate_headers(request_id, remaining=0)
+        headers["X-RateLimit-Reset"] = str(self._epoch(reset))
+        message = "API rate limit exceeded for installation ID 4242."
+        body = json.dumps(error(message, status, f"{RATE_DOCS}#about-primary-rate-limits"))
+        return Reply(status, headers, body.encode())
+
+    def _bad_gateway(self, request_id: str) -> Reply:
+        headers = self._rate_headers(request_id) | {"Content-Type": "text/html"}
+        return Reply(502, headers, b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+
+    def _fault_reply(self, fault: Fault, request_id: str) -> Reply:  # noqa: PLR0911 (one reply per fault kind)
+        kind = fault.kind
+        if kind in {"timeout", "connection"}:
+            return Reply(0, error="timeout" if kind == "timeout" else "connection")
+        if kind == "primary_rate_limit":
+            return self._primary_limit(
+                request_id, self.now() + fault.retry_after, fault.status or 403
+            )
+        if kind == "secondary_rate_limit":
+            status = fault.status or 403
+            message = SECONDARY_MESSAGE.format(request_id=request_id)
+            body = error(message, status, f"{RATE_DOCS}#about-secondary-rate-limits")
+            reply = self._reply(status, body, request_id)
+            return Reply(
+                status, reply.headers | {"Retry-After": str(fault.retry_after)}, reply.body
+            )
+        if kind == "malformed":
+            headers = self._rate_headers(request_id)
+            return Reply(200, headers, b'{"id": 1, "status": "queu')
+        if kind == "unauthorized":
+            return self._reply(401, error("Bad credentials", 401), request_id)
+        if kind == "forbidden":
+            return self._reply(
+                403, error("Resource not accessible by integration", 403), request_id
+            )
+        status = fault.status or 500
+        if status == 502:
+            return self._bad_gateway(request_id)
+        return self._reply(status, error(HTTPStatus(status).phrase, status), request_id)
+
+    # ----------------------------------------------------------------------------- routes
+
+    def _route(self, method: str, path: str, query: str, body: bytes) -> _Served:
+        prefix = f"/repos/{self.repository}"
+        if not path.lower().startswith(prefix.lower() + "/"):
+            return 404, error("Not Found", 404)
+        rest = path[len(prefix) :]
+        params = {k: v[-1] for k, v in parse_qs(query).items()}
+        for verb, pattern, name in _ROUTES:
+            match = pattern.fullmatch(rest)
+            if match and verb == method:
+                handler: Callable[..., _Served] = getattr(self, name)
+                return handler(params=params, body=body, **match.groupdict())
+        return 404, error("Not Found", 404)
+
+    def _dispatch(self, file: str, params: Mapping[str, str], body: bytes) -> _Served:
+        del params
+        try:
+            data = json.loads(body or b"{}")
+        except ValueError:
+            return 400, error("Problems parsing JSON", 400)
+        if not isinstance(data, dict) or not isinstance(data.get("ref"), str):
+            return 422, error('Invalid request.\n\n"ref" wasn\'t supplied.', 422)
+        inputs = data.get("inputs") or {}
+        if not isinstance(inputs, dict):
+            return 422, error(
+                "Invalid request.\n\nFor 'properties/inputs', must be an object.", 422
+            )
+        outcome = self.dispatch(file, data["ref"], inputs)
+        if isinstance(outcome, DispatchRefused):
+            return outcome.status, error(outcome.message, outcome.status)
+        run_url = f"{self.render.repo_api}/actions/runs/{outcome.id}"
+        html_url = f"{self.server_url}/{self.repository}/actions/runs/{outcome.id}"
+        return 200, {"workflow_run_id": outcome.id, "run_url": run_url, "html_url": html_url}
+
+    def _get_run(
+        self, run_id: str, params: Mapping[str, str], body: bytes, n: str | None = None
+    ) -> _Served:
+        del params, body
+        run = self.visible_run(int(run_id))
+        if run is None:
+            return 404, error("Not Found", 404)
+        attempt = run.attempt if n is None else int(n)
+        if not (attempt == run.attempt or attempt in run.attempts):
+            return 404, error("Not Found", 404)
+        return 200, self.render.run(run, attempt=attempt, path_ref=self.path_with_ref)
+
+    def _get_jobs(
+        self, run_id: str, params: Mapping[str, str], body: bytes, n: str | None = None
+    ) -> _Served:
+        del params, body
+        run = self.visible_run(int(run_id))
+        if run is None or (n is not None and int(n) != run.attempt and int(n) not in run.attempts):
+            return 404, error("Not Found", 404)
+        jobs = [] if run.job is None or (n is not None and int(n) != run.attempt) else [run.job]
+        return 200, {"total_count": len(jobs), "jobs": [self.render.job(run, j) for j in jobs]}
+
+    def _list_runs(self, file: str, params: Mapping[str, str], body: bytes) -> _Served:
+        del body
+        if file not in self.workflow_ids and not any(
+            str(i) == file for i in self.workflow_ids.values()
+        ):
+            return 404, error("Not Found", 404)
+        runs = [
+            r
+            for r in self.runs.values()
+            if file in {r.workflow_file, str(r.workflow_id)}
+            and self.visible_run(r.id)
+            and params.get("event", r.event) == r.event
+            and self._created_ok(r, params.get("created"))
+        ]
+        runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        per_page = min(100, int(params.get("per_page", "30")))
+        page = max(1, int(params.get("page", "1")))
+        shown = runs[(page - 1) * per_page : page * per_page]
+        path_ref = self.path_with_ref
+        return 200, {
+            "total_count": len(runs),
+            "workflow_runs": [self.render.run(r, path_ref=path_ref) for r in shown],
+        }
+
+    def _created_ok(self, run: FakeRun, created: str | None) -> bool:
+        if not created:
+            return True
+        match = re.fullmatch(r"(>=|<=|>|<)?(.+)", created)
+        if match is None:
+            return True
+        op, text = match.group(1) or ">=", match.group(2)
+        bound = datetime.fromisoformat(text)
+        at = datetime.fromisoformat(self.render.time(run.created_at))
+        return {">=": at >= bound, "<=": at <= bound, ">": at > bound, "<": at < bound}[op]
+
+    def _cancel(self, run_id: str, how: str, params: Mapping[str, str], body: bytes) -> _Served:
+        del params, body
+        status = self.request_cancel(int(run_id), force=how == "force-cancel")
+        if status == 409:
+            return 409, error("Cannot cancel a workflow run that is completed.", 409)
+        if status == 404:
+            return 404, error("Not Found", 404)
+        return 202, {}
+
+    def _git_ref(self, ref: str, params: Mapping[str, str], body: bytes) -> _Served:
+        del params, body
+        sha = self.refs.get(ref)
+        if sha is None:
+            return 404, error("Not Found", 404)
+        return 200, self.render.git_ref(ref, sha)
+
+    def _contents(self, path: str, params: Mapping[str, str], body: bytes) -> _Served:
+        del body
+        ref = params.get("ref", self.default_branch)
+        resolved = self.resolve(ref, allow_sha=True)
+        wf = None if resolved is None else self.commits[resolved[1]].get(path)
+        if wf is None:
+            return 404, error("Not Found", 404)
+        return 200, self.render.content_file(path, ref, wf)
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    tags = {t.strip() for t in header.split(",")}
+    return "*" in tags or etag in tags or etag.removeprefix("W/") in tags
