@@ -32,13 +32,13 @@ from runner_queue_fallback.errors import (
     SequenceError,
 )
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.observe import GRACE_RUN_STATUSES, Expected, Observation, job_mismatches
+from runner_queue_fallback.observe import Expected, Observation, job_mismatches
+from runner_queue_fallback.parent import check_parent
 from runner_queue_fallback.profiles import Candidate
 from runner_queue_fallback.report import Reporter
 
-__all__ = ["Attempt", "Coordinator", "Result", "check_parent"]
+__all__ = ["Attempt", "Coordinator", "Result"]
 
 #: How far back to look for a run whose dispatch reply was lost (clock skew margin).
 _LOOKBACK_SECONDS = 300
@@ -82,48 +82,6 @@ class Result:
         """The last dispatched attempt: the one the outputs describe."""
         dispatched = [a for a in self.attempts if a.dispatched_at is not None]
         return dispatched[-1] if dispatched else None
-
-
-def check_parent(
-    client: GitHubClient,
-    clock: Clock,
-    run_id: int,
-    attempt: int,
-    log: Callable[[str], None],
-) -> WorkflowRun:
-    """Wait up to 2 minutes (5 s polls) for the parent run to show active with the same attempt.
-
-    Queued, requested, pending and 404 are tolerated during the grace; terminal or unknown
-    states, or another attempt, fail at once. Requests and retries share the grace deadline.
-    """
-    deadline = clock.monotonic() + timing.PARENT_GRACE_SECONDS
-    last = "not read yet"
-    while True:
-        try:
-            run = client.get_run(run_id, deadline=deadline)
-        except (NotFound, DeadlineExceeded) as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        else:
-            if run.run_attempt != attempt:
-                raise SequenceError(
-                    f"parent run {run_id}: expected attempt {attempt}, observed attempt "
-                    f"{run.run_attempt} (the parent was re-run)"
-                )
-            if run.status == "in_progress":
-                return run
-            if run.status not in GRACE_RUN_STATUSES:
-                raise SequenceError(
-                    f"parent run {run_id}: expected an active run, observed status "
-                    f"{run.status!r} conclusion {run.conclusion!r}"
-                )
-            last = f"status {run.status!r}"
-        if clock.monotonic() + timing.PARENT_POLL_SECONDS > deadline:
-            raise SequenceError(
-                f"parent run {run_id} attempt {attempt} did not show as active within 2 minutes; "
-                f"last observed: {last}"
-            )
-        log(f"Parent run {run_id} not active yet ({last}); checking again in 5s")
-        clock.sleep(timing.PARENT_POLL_SECONDS)
 
 
 class Coordinator:
