@@ -129,6 +129,7 @@ class ActionsModel:
         self._lock = threading.RLock()
         self._catching = False
         self._hook_depth = 0
+        self._hook_base: tuple[float, float] | None = None
         self.add_ref(f"heads/{default_branch}")
         on_advance = getattr(clock, "on_advance", None)
         if on_advance is not None:
@@ -373,16 +374,48 @@ class ActionsModel:
     # ------------------------------------------------------------------------- scheduling
 
     def catch_up(self) -> None:
-        """Bring the model up to `clock.monotonic()`; then run any worker hooks that are due."""
-        with self._lock:
-            if self._catching:
-                return
-            self._catching = True
+        """Bring the model up to the clock, running worker hooks at their start times.
+
+        The model stops at a guard's start, runs the hook there, and continues. While a hook
+        runs, the model's target is the hook's own timeline: its start plus however far the clock
+        moved since (the hook's sleeps), so the guard sees the world as it was when it started.
+        """
+        while True:
+            with self._lock:
+                if not self._advance_locked():
+                    return
+                run = self._next_hook()
+                if run is None:
+                    return
+                self._hook_depth += 1
+                saved, self._hook_base = self._hook_base, (self._time, self.clock.monotonic())
             try:
-                self._advance_to(self.clock.monotonic())
+                passed = self._call_hook(self._worker_context(run))
             finally:
-                self._catching = False
-        self._run_hooks()
+                with self._lock:
+                    self._advance_locked()
+                    self._hook_base = saved
+                    self._hook_depth -= 1
+            with self._lock:
+                self._guard_done(run, passed=passed)
+                self._allocate()
+
+    def _advance_locked(self) -> bool:
+        """Advance towards the target unless already advancing (reentrancy); False if skipped."""
+        if self._catching:
+            return False
+        self._catching = True
+        try:
+            self._advance_to(self._target())
+        finally:
+            self._catching = False
+        return True
+
+    def _target(self) -> float:
+        if self._hook_base is None:
+            return self.clock.monotonic()
+        model_start, clock_start = self._hook_base
+        return model_start + max(0.0, self.clock.monotonic() - clock_start)
 
     def _advance_to(self, now: float) -> None:
         self._allocate()
@@ -390,6 +423,8 @@ class ActionsModel:
             self._time = max(self._time, t)
             self._events.pop()()
             self._allocate()
+            if self._pending_hooks and self._hook_depth == 0:
+                return  # a guard starts here: run its hook before time moves on
         self._time = max(self._time, now)
 
     def _at(self, at: float | None, action: Callable[[], None]) -> None:
@@ -509,26 +544,6 @@ class ActionsModel:
             self._events.push(self._time + lag, action)
 
     # ----------------------------------------------------------------------- worker hook
-
-    def _run_hooks(self) -> None:
-        with self._lock:
-            if self._hook_depth or not self._pending_hooks:
-                return
-            self._hook_depth += 1
-        try:
-            while (run := self._next_hook()) is not None:
-                passed = self._call_hook(self._worker_context(run))
-                with self._lock:
-                    self._catching = True
-                    try:
-                        self._advance_to(self.clock.monotonic())
-                        self._guard_done(run, passed=passed)
-                        self._allocate()
-                    finally:
-                        self._catching = False
-        finally:
-            with self._lock:
-                self._hook_depth -= 1
 
     def _next_hook(self) -> FakeRun | None:
         with self._lock:
