@@ -410,6 +410,8 @@ class Coordinator:
     def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
         """No more fallback: poll every 60 s until the child concludes or the execution timeout."""
         now = self.clock.monotonic()
+        if attempt.queued_at is None:  # already allocated at the first look: no queue seen
+            attempt.queued_at = now
         if attempt.queue_left_at is None:
             attempt.queue_left_at = now
         attempt.outcome = "runner allocated"
