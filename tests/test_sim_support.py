@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.clock import Clock, FakeClock
 from runner_queue_fallback.sim import FakeGitHub, Reply, Timings, Workload
 
 REPO = "/repos/octo-org/octo-repo"
@@ -31,7 +31,7 @@ def child_inputs(request_id: str = "req-1", labels: str = PRIMARY) -> dict[str, 
     }
 
 
-def make_world(clock: FakeClock | None = None, **kwargs: Any) -> FakeGitHub:
+def make_world(clock: Clock | None = None, **kwargs: Any) -> FakeGitHub:
     kwargs.setdefault("timings", Timings())
     kwargs.setdefault("workload", Workload(duration=60.0))
     world = FakeGitHub(clock or FakeClock(), **kwargs)
