@@ -124,3 +124,24 @@ def test_sleeping_outside_run_all_just_jumps():
     assert clock.sleeps == {-1: [3.0]}
     with pytest.raises(ValueError, match="backwards"):
         clock.sleep(-1)
+
+
+def test_a_worker_hook_may_sleep_on_the_virtual_clock():
+    clock = VirtualClock()
+    calls: list[float] = []
+
+    def guard(_context) -> bool:
+        calls.append(clock.monotonic())
+        clock.sleep(4.0)
+        return True
+
+    world = make_world(clock, on_worker_start=guard)
+    run_id = dispatch(world)
+
+    def waiter() -> None:
+        clock.sleep(200.0)
+
+    clock.run_all([waiter])
+    history = world.history[run_id]
+    assert len(calls) == 1
+    assert (history.started_at, history.workload_started_at, history.completed_at) == (10, 14, 74)

@@ -382,8 +382,8 @@ class ActionsModel:
         """
         while True:
             with self._lock:
-                if not self._advance_locked():
-                    return
+                if not self._advance_locked() or self._hook_depth:
+                    return  # reentrant, or inside a hook: hooks run one at a time, outermost
                 run = self._next_hook()
                 if run is None:
                     return
@@ -428,13 +428,12 @@ class ActionsModel:
         self._time = max(self._time, now)
 
     def _at(self, at: float | None, action: Callable[[], None]) -> None:
+        """Act now, or at virtual time `at` (applied by the next catch-up that reaches it)."""
         with self._lock:
             if at is None:
                 action()
             else:
                 self._events.push(at, action)
-        if at is not None:
-            self.catch_up()
 
     def _next_number(self, file: str) -> int:
         self._ids.run_numbers[file] = self._ids.run_numbers.get(file, 0) + 1
