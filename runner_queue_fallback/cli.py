@@ -26,12 +26,14 @@ from runner_queue_fallback.clock import Clock, SystemClock
 from runner_queue_fallback.coordinator import Coordinator
 from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.guard import Guard
 from runner_queue_fallback.inputs import (
     COORDINATOR_INPUTS,
     InputErrors,
     RunContext,
     env_name,
     read_coordinator_inputs,
+    read_guard_inputs,
     read_pool_settings,
     read_run_context,
 )
@@ -94,6 +96,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "cleanup", help="cancel and confirm a child left running (the post step)"
     )
     cleanup.set_defaults(run=_run_cleanup)
+    guard = commands.add_parser(
+        "guard", help="the child's first step: check identity, parent and source"
+    )
+    guard.set_defaults(run=_run_guard)
     return parser
 
 
@@ -194,6 +200,21 @@ def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
         return EXIT_OK
     reporter.error(result.describe(), title="Cleanup not confirmed")
     return EXIT_FAILED
+
+
+def _run_guard(_args: argparse.Namespace, ctx: Context) -> int:
+    """The child's startup guard: exit 0 only when every check holds."""
+    reporter = ctx.reporter()
+    reporter.mask(ctx.environ.get(env_name("token"), "").strip())  # before anything can fail
+    inputs = read_guard_inputs(ctx.environ)
+    run = read_run_context(ctx.environ)
+    token = inputs.token.get_secret_value()
+    reporter.mask(token)
+    clock = ctx.clock_factory()
+    client = _client(ctx, run, token, clock, reporter)
+    result = Guard(inputs, run, client, clock, reporter).run()
+    result.publish(reporter)
+    return EXIT_OK if result.passed else EXIT_FAILED
 
 
 def main(

@@ -1,0 +1,248 @@
+"""The child's startup guard: the first step of the worker job, before any workload code runs.
+
+    attempt (no API request) -> own run identity -> parent run active -> source ref at source-sha
+
+Every check must hold. All requests and retries share one startup deadline, 2 minutes from the
+guard's start (spec: "The worker guard uses the same initial check before allowing workload
+code ... Expiry blocks dispatch or workload execution"). A 404 for the child's own run or the
+parent is tolerated within it, polled every 5 s; anything else that is wrong refuses at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.errors import GitHubError, GuardRefused, NotFound, SequenceError
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.models import WorkflowRun
+from runner_queue_fallback.inputs import GuardInputs, RunContext
+from runner_queue_fallback.parent import check_parent
+from runner_queue_fallback.report import Reporter, escape_markdown
+
+__all__ = ["CHECKS", "Check", "Guard", "GuardResult"]
+
+ATTEMPT = "child attempt"
+IDENTITY = "child identity"
+PARENT = "parent run"
+SOURCE = "source ref"
+#: The checks in the order the guard runs them.
+CHECKS = (ATTEMPT, IDENTITY, PARENT, SOURCE)
+
+_RERUN_ADVICE = "Do not rerun a child directly; rerun its parent instead."
+_IDENTITY_ADVICE = (
+    "Only a run dispatched by the coordinator (run-name: ${{ inputs.request-id }}) may run the "
+    "workload; check the child workflow's run-name and trigger."
+)
+_PARENT_ADVICE = (
+    "The coordinator run that dispatched this child is not active at that attempt (finished, "
+    "re-run, or never visible); the workload must not start. Rerun the parent, not this child."
+)
+_API_ADVICE = (
+    "The guard could not complete this check through the GitHub API (within the spec's retries "
+    "and its 2-minute startup deadline), so the workload is blocked."
+)
+_SOURCE_ADVICE = (
+    "The source changed after it was approved; the workload is not run on unapproved code. "
+    "Approve the new SHA and rerun the parent."
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check: what it expects, what it saw, and whether it held (None: not reached)."""
+
+    name: str
+    expected: str
+    observed: str = "not checked"
+    passed: bool | None = None
+
+    @property
+    def result(self) -> str:
+        """`pass`, `FAIL` or `not checked`."""
+        return {True: "pass", False: "FAIL", None: "not checked"}[self.passed]
+
+
+@dataclass
+class GuardResult:
+    """Every check, in order, and the refusal that stopped the guard (None when all held)."""
+
+    checks: list[Check]
+    refusal: GuardRefused | None = None
+    seconds: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        """True only when every check held: the workload may start."""
+        return self.refusal is None and all(check.passed for check in self.checks)
+
+    def log_lines(self) -> list[str]:
+        """A short plain-text account for the log."""
+        verdict = "passed: the workload may start" if self.passed else "REFUSED the workload"
+        lines = [f"Guard {verdict} ({self.seconds:g}s)"]
+        lines += [
+            f"  {c.result:<11} {c.name}: expected {c.expected}; observed {c.observed}"
+            for c in self.checks
+        ]
+        return lines
+
+    def markdown(self) -> str:
+        """The step summary: a table of check / expected / observed / result."""
+        verdict = "passed" if self.passed else "refused the workload"
+        rows = [
+            f"| {escape_markdown(c.name)} | {escape_markdown(c.expected)} | "
+            f"{escape_markdown(c.observed)} | {c.result} |"
+            for c in self.checks
+        ]
+        text = "\n".join(
+            [
+                f"### Runner queue fallback guard: {verdict}",
+                "",
+                "| check | expected | observed | result |",
+                "| --- | --- | --- | --- |",
+                *rows,
+                "",
+            ]
+        )
+        if self.refusal is not None:
+            text += f"\n**Refused:** {escape_markdown(str(self.refusal))}\n"
+        return text + "\n"
+
+    def publish(self, reporter: Reporter) -> None:
+        """Write the account to the log and the step summary; a refusal also as an annotation."""
+        for line in self.log_lines():
+            reporter.log(line)
+        reporter.summary(self.markdown())
+        if self.refusal is not None:
+            reporter.error(str(self.refusal), title=self.refusal.title)
+
+
+class Guard:
+    """Checks that this child run may start its workload."""
+
+    def __init__(
+        self,
+        inputs: GuardInputs,
+        run: RunContext,
+        client: GitHubClient,
+        clock: Clock,
+        reporter: Reporter,
+    ) -> None:
+        """Wire the checks to the child's own run context, a client, the clock and the log."""
+        self.inputs = inputs
+        self.ctx = run
+        self.client = client
+        self.clock = clock
+        self.reporter = reporter
+        self._deadline = 0.0
+
+    def run(self) -> GuardResult:
+        """Run every check in order; stop at the first that does not hold. Never raises RQFError.
+
+        The startup deadline (2 minutes from now) is shared by every request, retry and poll.
+        """
+        start = self.clock.monotonic()
+        self._deadline = start + timing.PARENT_GRACE_SECONDS
+        checks = {name: Check(name, expected) for name, expected in self._expected().items()}
+        steps: dict[str, Callable[[], str]] = {
+            ATTEMPT: self._check_attempt,
+            IDENTITY: self._check_identity,
+            PARENT: self._check_parent,
+            SOURCE: self._check_source,
+        }
+        refusal: GuardRefused | None = None
+        for name, step in steps.items():
+            try:
+                observed = step()
+            except GuardRefused as exc:
+                refusal = exc
+            except GitHubError as exc:
+                refusal = GuardRefused(name, checks[name].expected, _text(exc), _API_ADVICE)
+            if refusal is not None:
+                checks[name] = replace(checks[name], observed=refusal.observed, passed=False)
+                break
+            checks[name] = replace(checks[name], observed=observed, passed=True)
+            self.reporter.log(f"Guard: {name} holds ({observed})")
+        return GuardResult(list(checks.values()), refusal, self.clock.monotonic() - start)
+
+    def _expected(self) -> dict[str, str]:
+        i = self.inputs
+        return {
+            ATTEMPT: "attempt 1",
+            IDENTITY: f"run-name {i.request_id!r}, event workflow_dispatch",
+            PARENT: f"run {i.parent_run_id} attempt {i.parent_run_attempt}, active",
+            SOURCE: f"{i.source_ref} at {i.source_sha}",
+        }
+
+    def _refuse(self, name: str, observed: str, advice: str) -> GuardRefused:
+        return GuardRefused(name, self._expected()[name], observed, advice)
+
+    def _check_attempt(self) -> str:
+        """A re-run child is refused before any API request (GITHUB_RUN_ATTEMPT)."""
+        observed = f"attempt {self.ctx.run_attempt}"
+        if self.ctx.run_attempt != 1:
+            raise self._refuse(ATTEMPT, observed, _RERUN_ADVICE)
+        return observed
+
+    def _check_identity(self) -> str:
+        """The run is the dispatched request: its run-name and its event."""
+        run = self._own_run()
+        observed = f"run-name {run.display_title!r}, event {run.event}"
+        if run.display_title != self.inputs.request_id or run.event != "workflow_dispatch":
+            raise self._refuse(IDENTITY, observed, _IDENTITY_ADVICE)
+        return observed
+
+    def _own_run(self) -> WorkflowRun:
+        """Read this run; a 404 (not visible yet) is retried every 5 s until the deadline."""
+        run_id = self.ctx.run_id
+        while True:
+            try:
+                return self.client.get_run(run_id, deadline=self._deadline)
+            except NotFound:
+                pass
+            if self.clock.monotonic() + timing.STARTUP_POLL_SECONDS > self._deadline:
+                raise self._refuse(
+                    IDENTITY,
+                    f"run {run_id} still not visible (HTTP 404) after 2 minutes",
+                    "The child's GITHUB_TOKEN needs `actions: read`.",
+                )
+            self.reporter.log(f"Own run {run_id} not visible yet (HTTP 404); checking again in 5s")
+            self.clock.sleep(timing.STARTUP_POLL_SECONDS)
+
+    def _check_parent(self) -> str:
+        """The parent exists at the given attempt and is active (2-minute grace, shared deadline)."""
+        i = self.inputs
+        try:
+            run = check_parent(
+                self.client,
+                self.clock,
+                i.parent_run_id,
+                i.parent_run_attempt,
+                self.reporter.log,
+                deadline=self._deadline,
+            )
+        except SequenceError as exc:
+            observed = _text(exc).removeprefix(f"parent run {i.parent_run_id}: ")
+            if observed.startswith("expected ") and ", observed " in observed:
+                observed = observed.split(", observed ", 1)[1]  # keep only what was seen
+            raise self._refuse(PARENT, observed, _PARENT_ADVICE) from None
+        return f"run {run.id} attempt {run.run_attempt}, {run.status}"
+
+    def _check_source(self) -> str:
+        """The source ref still points at the approved SHA."""
+        ref = self.inputs.source_ref
+        try:
+            sha = self.client.get_ref_sha(ref, deadline=self._deadline)
+        except NotFound:
+            raise self._refuse(SOURCE, f"{ref} not found (HTTP 404)", _SOURCE_ADVICE) from None
+        observed = f"{ref} at {sha}"
+        if sha != self.inputs.source_sha:
+            raise self._refuse(SOURCE, observed, _SOURCE_ADVICE)
+        return observed
+
+
+def _text(error: Exception) -> str:
+    """An error message as an `observed` value (GuardRefused adds its own full stop)."""
+    return str(error).rstrip(". ")

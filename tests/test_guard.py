@@ -1,0 +1,540 @@
+"""The child's startup guard against the stateful fake GitHub, on a FakeClock (no real sleep).
+
+Unit tests drive `Guard` directly; CLI tests go through `cli.main(["guard"], ...)`; the end-to-end
+tests let the real coordinator dispatch and the simulated worker run the real guard (the sim's
+`on_worker_start` hook) before its workload.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+import requests
+import responses
+
+from runner_queue_fallback import cli
+from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.errors import GuardRefused
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.guard import (
+    ATTEMPT,
+    CHECKS,
+    IDENTITY,
+    PARENT,
+    SOURCE,
+    Guard,
+    GuardResult,
+)
+from runner_queue_fallback.inputs import read_guard_inputs, read_run_context
+from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.sim import (
+    DispatchRefused,
+    FakeGitHub,
+    Fault,
+    Timings,
+    WorkerContext,
+    Workload,
+)
+
+PARENT_ID = 4242
+SOURCE_REF = "refs/heads/feature"
+GROUP = "nv-cpu-general"
+LABEL = "linux-amd64-cpu16"
+TOKEN = "ghs_guardSecretToken42"
+REQUEST_ID = "rqf-4242-1-1-abcd"
+
+
+# -- a small world ------------------------------------------------------------------------
+
+
+def make_world(
+    clock: FakeClock, *, visibility: float = 0.0, parent_after: float = 0.0
+) -> FakeGitHub:
+    """A repository with the child workflow, a source branch and an active parent run."""
+    world = FakeGitHub(clock, timings=Timings(visibility_delay=visibility))
+    world.add_workflow()
+    world.add_ref("heads/feature")
+    if not math.isinf(parent_after):
+        world.add_parent_run(PARENT_ID, visible_after=parent_after)
+    return world
+
+
+def dispatch_child(world: FakeGitHub, request_id: str = REQUEST_ID) -> int:
+    """Dispatch the child as the coordinator would (no pool: its job just waits)."""
+    run = world.dispatch(
+        "runner-worker.yml",
+        "main",
+        {
+            "request-id": request_id,
+            "parent-run-id": str(PARENT_ID),
+            "parent-run-attempt": "1",
+            "source-ref": SOURCE_REF,
+            "source-sha": world.refs["heads/feature"],
+            "runner": json.dumps({"group": GROUP, "labels": LABEL}),
+            "workload": "{}",
+        },
+    )
+    assert not isinstance(run, DispatchRefused), run
+    return run.id
+
+
+def guard_environ(world: FakeGitHub, run_id: int, **overrides: str) -> dict[str, str]:
+    """What the guard step sees: the runner's GITHUB_* variables and its INPUT_* values."""
+    environ = {
+        "GITHUB_RUN_ID": str(run_id),
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": world.repository,
+        "GITHUB_API_URL": world.api_url,
+        "INPUT_REQUEST-ID": REQUEST_ID,
+        "INPUT_PARENT-RUN-ID": str(PARENT_ID),
+        "INPUT_PARENT-RUN-ATTEMPT": "1",
+        "INPUT_SOURCE-REF": SOURCE_REF,
+        "INPUT_SOURCE-SHA": world.refs["heads/feature"],
+        "INPUT_TOKEN": TOKEN,
+    }
+    environ.update(overrides)
+    return environ
+
+
+def run_guard(
+    world: FakeGitHub, clock: FakeClock, environ: Mapping[str, str], log: io.StringIO | None = None
+) -> GuardResult:
+    """Build the guard the way the CLI does (inputs and run context from `environ`) and run it."""
+    inputs = read_guard_inputs(environ)
+    ctx = read_run_context(environ)
+    reporter = Reporter(log if log is not None else io.StringIO())
+    token = inputs.token.get_secret_value()
+    reporter.mask(token)
+    client = GitHubClient(
+        world.session(), ctx.api_url, ctx.repository, token, clock, log=reporter.log
+    )
+    result = Guard(inputs, ctx, client, clock, reporter).run()
+    result.publish(reporter)
+    return result
+
+
+def requests_to(world: FakeGitHub, suffix: str) -> int:
+    return sum(1 for entry in world.ledger if entry.path.endswith(suffix))
+
+
+def refused_at(result: GuardResult, check: str) -> GuardRefused:
+    assert not result.passed
+    assert result.refusal is not None
+    assert result.refusal.check == check
+    failed = [c for c in result.checks if c.passed is False]
+    assert [c.name for c in failed] == [check]
+    later = list(CHECKS)[list(CHECKS).index(check) + 1 :]
+    assert all(c.passed is None for c in result.checks if c.name in later)
+    return result.refusal
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+# -- success ------------------------------------------------------------------------------
+
+
+def test_every_check_holds_without_waiting(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    assert [c.name for c in result.checks] == list(CHECKS)
+    assert all(c.passed for c in result.checks)
+    assert clock.sleeps == []
+    assert [(e.method, e.status) for e in world.ledger] == [("GET", 200)] * 3
+
+
+def test_parent_not_visible_for_20s_passes_at_20s(clock: FakeClock):
+    world = make_world(clock, parent_after=20.0)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    assert clock.monotonic() == 20.0
+    assert clock.sleeps == [5.0] * 4
+    assert requests_to(world, f"/actions/runs/{PARENT_ID}") == 5
+
+
+def test_parent_still_queued_is_tolerated(clock: FakeClock):
+    world = make_world(clock)
+    world.runs[PARENT_ID].status = "queued"
+    world._at(30.0, lambda: setattr(world.runs[PARENT_ID], "status", "in_progress"))
+    run_id = dispatch_child(world)
+    assert run_guard(world, clock, guard_environ(world, run_id)).passed
+    assert clock.monotonic() == 30.0
+
+
+def test_own_run_not_visible_yet_is_tolerated(clock: FakeClock):
+    world = make_world(clock, visibility=12.0)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    assert clock.monotonic() == 15.0
+    assert requests_to(world, f"/actions/runs/{run_id}") == 4
+
+
+# -- refusals -----------------------------------------------------------------------------
+
+
+def test_rerun_of_a_child_is_refused_without_any_request(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, guard_environ(world, run_id, GITHUB_RUN_ATTEMPT="2"))
+    refusal = refused_at(result, ATTEMPT)
+    assert (refusal.expected, refusal.observed) == ("attempt 1", "attempt 2")
+    assert "rerun its parent instead" in str(refusal)
+    assert world.ledger == []
+    assert clock.monotonic() == 0.0
+
+
+def test_wrong_run_name_is_refused(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world, request_id="someone-else")
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), IDENTITY)
+    assert REQUEST_ID in refusal.expected
+    assert "'someone-else'" in refusal.observed
+    assert requests_to(world, f"/actions/runs/{PARENT_ID}") == 0
+
+
+def test_wrong_event_is_refused(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    world.runs[run_id].event = "push"
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), IDENTITY)
+    assert "event push" in refusal.observed
+
+
+def test_own_run_never_visible_gives_up_at_the_deadline(clock: FakeClock):
+    world = make_world(clock, visibility=math.inf)
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), IDENTITY)
+    assert "not visible" in refusal.observed
+    assert clock.monotonic() == 120.0
+
+
+@pytest.mark.parametrize("conclusion", ["cancelled", "success", "failure"])
+def test_completed_parent_is_refused_at_once(clock: FakeClock, conclusion: str):
+    world = make_world(clock)
+    world.finish_parent(PARENT_ID, conclusion)
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), PARENT)
+    assert "'completed'" in refusal.observed
+    assert conclusion in refusal.observed
+    assert "Rerun the parent" in str(refusal)
+    assert clock.monotonic() == 0.0
+
+
+def test_parent_on_another_attempt_is_refused(clock: FakeClock):
+    world = make_world(clock)
+    world.rerun_parent(PARENT_ID)
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), PARENT)
+    assert refusal.observed.startswith("attempt 2")
+    assert clock.monotonic() == 0.0
+
+
+def test_parent_never_visible_gives_up_at_120s(clock: FakeClock):
+    world = make_world(clock, parent_after=math.inf)
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), PARENT)
+    assert "within 2 minutes" in refusal.observed
+    assert clock.monotonic() == 120.0
+    assert set(clock.sleeps) == {5.0}
+    assert requests_to(world, f"/actions/runs/{PARENT_ID}") == 25  # at 0, 5, ..., 120
+    assert requests_to(world, "/git/ref/heads/feature") == 0
+
+
+def test_stale_source_is_refused(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    approved = world.refs["heads/feature"]
+    moved = world.move_ref("heads/feature")
+    refusal = refused_at(
+        run_guard(
+            world,
+            clock,
+            guard_environ(
+                world,
+                run_id,
+                **{
+                    "INPUT_SOURCE-SHA": approved,
+                },
+            ),
+        ),
+        SOURCE,
+    )
+    assert refusal.expected == f"{SOURCE_REF} at {approved}"
+    assert refusal.observed == f"{SOURCE_REF} at {moved}"
+
+
+def test_deleted_source_ref_is_refused(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    environ = guard_environ(world, run_id)
+    del world.refs["heads/feature"]
+    refusal = refused_at(run_guard(world, clock, environ), SOURCE)
+    assert "not found" in refusal.observed
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault("status", status=502),
+        Fault("status", status=503),
+        Fault("timeout"),
+        Fault("malformed"),
+    ],
+    ids=["502", "503", "timeout", "malformed"],
+)
+def test_api_errors_on_every_request_block_the_workload_by_the_deadline(
+    clock: FakeClock, fault: Fault
+):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    world.inject(fault)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), IDENTITY)
+    assert clock.monotonic() <= 120.0
+    assert "attempt(s)" in refusal.observed or "attempts: 3" in refusal.observed
+    assert clock.sleeps == [5.0, 10.0]  # the spec's two retries, then it stops
+
+
+def test_api_errors_until_the_deadline_end_exactly_at_it(clock: FakeClock):
+    """The parent is 404 for 110 s, then every read of it fails: the shared deadline ends it."""
+    world = make_world(clock, parent_after=110.0)
+    run_id = dispatch_child(world)
+    world.inject(Fault("status", status=502, path=rf"/actions/runs/{PARENT_ID}$", start=110.0))
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), PARENT)
+    assert clock.monotonic() == 120.0
+    assert "DeadlineExceeded" in refusal.observed
+    assert requests_to(world, "/git/ref/heads/feature") == 0
+
+
+def test_permission_denied_is_refused_at_once(clock: FakeClock):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    world.inject(Fault("forbidden"))
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), IDENTITY)
+    assert "403" in refusal.observed
+    assert clock.sleeps == []
+    assert len(world.ledger) == 1
+
+
+def test_summary_and_log_name_every_check(clock: FakeClock):
+    world = make_world(clock)
+    world.finish_parent(PARENT_ID, "cancelled")
+    run_id = dispatch_child(world)
+    log = io.StringIO()
+    result = run_guard(world, clock, guard_environ(world, run_id), log)
+    markdown = result.markdown()
+    assert "| check | expected | observed | result |" in markdown
+    assert f"| {ATTEMPT} | attempt 1 | attempt 1 | pass |" in markdown
+    assert f"| {SOURCE} | " in markdown
+    assert "| not checked |" in markdown
+    assert "| FAIL |" in markdown
+    assert "**Refused:** parent run:" in markdown
+    lines = result.log_lines()
+    assert lines[0].startswith("Guard REFUSED the workload")
+    assert len(lines) == 1 + len(CHECKS)
+    assert TOKEN not in log.getvalue().replace(f"::add-mask::{TOKEN}", "")
+
+
+# -- the CLI ------------------------------------------------------------------------------
+
+
+def cli_environ(world: FakeGitHub, run_id: int, tmp_path: Path, **overrides: str) -> dict[str, str]:
+    summary = tmp_path / "summary.md"
+    summary.touch()
+    return guard_environ(world, run_id, GITHUB_STEP_SUMMARY=str(summary), **overrides)
+
+
+def assert_token_hidden(stdout: str, summary: str) -> None:
+    """The only line holding the token is the runner's `::add-mask::` command (never shown)."""
+    assert [line for line in stdout.splitlines() if TOKEN in line] == [f"::add-mask::{TOKEN}"]
+    assert TOKEN not in summary
+
+
+def test_cli_guard_passes_with_exit_0(clock: FakeClock, tmp_path: Path, capsys):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    environ = cli_environ(world, run_id, tmp_path)
+    assert cli.main(["guard"], environ, clock=clock, session=world.session()) == 0
+    stdout = capsys.readouterr().out
+    summary = (tmp_path / "summary.md").read_text()
+    assert stdout.splitlines()[0] == f"::add-mask::{TOKEN}"
+    assert "Guard passed: the workload may start" in stdout
+    assert "::error" not in stdout
+    assert summary.count("| pass |") == len(CHECKS)
+    assert_token_hidden(stdout, summary)
+
+
+def test_cli_guard_refuses_stale_source_with_exit_1(clock: FakeClock, tmp_path: Path, capsys):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    environ = cli_environ(world, run_id, tmp_path)
+    world.move_ref("heads/feature")
+    assert cli.main(["guard"], environ, clock=clock, session=world.session()) == 1
+    stdout = capsys.readouterr().out
+    summary = (tmp_path / "summary.md").read_text()
+    errors = [line for line in stdout.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1
+    assert (
+        "title=Guard refused the workload::source ref: expected refs/heads/feature at" in errors[0]
+    )
+    assert "| FAIL |" in summary
+    assert_token_hidden(stdout, summary)
+
+
+def test_cli_guard_refuses_a_rerun_without_touching_the_network(
+    clock: FakeClock, tmp_path: Path, capsys, no_network
+):
+    session, adapter = no_network
+    world = make_world(clock)
+    environ = cli_environ(world, 1, tmp_path, GITHUB_RUN_ATTEMPT="3")
+    assert cli.main(["guard"], environ, clock=clock, session=session) == 1
+    assert adapter.sent == []
+    stdout = capsys.readouterr().out
+    assert "child attempt: expected attempt 1, observed attempt 3" in stdout
+    assert_token_hidden(stdout, (tmp_path / "summary.md").read_text())
+
+
+def test_cli_guard_api_outage_fails_closed(clock: FakeClock, tmp_path: Path, capsys):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    world.inject(Fault("status", status=502))
+    environ = cli_environ(world, run_id, tmp_path)
+    assert cli.main(["guard"], environ, clock=clock, session=world.session()) == 1
+    assert clock.monotonic() <= 120.0
+    stdout = capsys.readouterr().out
+    assert "502" in stdout
+    assert_token_hidden(stdout, (tmp_path / "summary.md").read_text())
+
+
+def test_cli_guard_bad_input_fails_before_any_request(clock: FakeClock, tmp_path: Path, capsys):
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    environ = cli_environ(world, run_id, tmp_path, **{"INPUT_SOURCE-SHA": "abc"})
+    assert cli.main(["guard"], environ, clock=clock, session=world.session()) == 2
+    assert world.ledger == []
+    stdout = capsys.readouterr().out
+    assert "source-sha" in stdout
+    assert_token_hidden(stdout, "")
+
+
+def test_cli_guard_through_responses(clock: FakeClock, tmp_path: Path, capsys):
+    """The same fake, served through `responses` instead of the in-process adapter."""
+    world = make_world(clock, parent_after=20.0)
+    run_id = dispatch_child(world)
+    environ = cli_environ(world, run_id, tmp_path)
+    with responses.RequestsMock(assert_all_requests_are_fired=False) as rsps:
+        world.register(rsps)
+        assert cli.main(["guard"], environ, clock=clock, session=requests.Session()) == 0
+    assert clock.monotonic() == 20.0
+    assert_token_hidden(capsys.readouterr().out, (tmp_path / "summary.md").read_text())
+
+
+# -- end to end: the real coordinator dispatches, the simulated worker runs the real guard ---
+
+
+class GuardedWorker:
+    """The sim's worker hook: run the real guard from the step's environ before the workload."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self.world: FakeGitHub | None = None
+        self.results: list[GuardResult] = []
+        self.logs: list[str] = []
+
+    def __call__(self, context: WorkerContext) -> bool:
+        assert self.world is not None
+        log = io.StringIO()
+        result = run_guard(self.world, self.clock, context.environ, log)
+        self.results.append(result)
+        self.logs.append(log.getvalue())
+        return result.passed
+
+
+def e2e_world(clock: FakeClock) -> tuple[FakeGitHub, GuardedWorker]:
+    worker = GuardedWorker(clock)
+    world = FakeGitHub(clock, workload=Workload(duration=60.0), on_worker_start=worker)
+    worker.world = world
+    world.add_workflow()
+    world.add_ref("heads/feature")
+    world.add_pool(GROUP, LABEL, runners=1)
+    world.add_parent_run(PARENT_ID)
+    return world, worker
+
+
+def coordinator_environ(world: FakeGitHub) -> dict[str, str]:
+    return {
+        "GITHUB_RUN_ID": str(PARENT_ID),
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": world.repository,
+        "GITHUB_API_URL": world.api_url,
+        "GITHUB_SERVER_URL": world.server_url,
+        "INPUT_WORKFLOW": "runner-worker.yml",
+        "INPUT_WORKFLOW-REF": "main",
+        "INPUT_SOURCE-REF": SOURCE_REF,
+        "INPUT_SOURCE-SHA": world.refs["heads/feature"],
+        "INPUT_RUNNER-TYPE": "cpu",
+        "INPUT_RUNNERS": json.dumps([{"group": GROUP, "labels": LABEL}]),
+        "INPUT_QUEUE-TIMEOUT-MINUTES": "10",
+        "INPUT_EXECUTION-TIMEOUT-MINUTES": "15",
+        "INPUT_TOKEN": "ghs_coordinator_token",
+    }
+
+
+def coordinate(world: FakeGitHub, clock: FakeClock) -> int:
+    return cli.main(
+        ["coordinate"], coordinator_environ(world), clock=clock, session=world.session()
+    )
+
+
+def only_child(world: FakeGitHub) -> int:
+    children = [run_id for run_id, run in world.runs.items() if run.history is not None]
+    assert len(children) == 1
+    return children[0]
+
+
+def test_e2e_guard_passes_and_the_workload_starts(clock: FakeClock, capsys):
+    world, worker = e2e_world(clock)
+    assert coordinate(world, clock) == 0
+    assert world.hook_errors == []
+    history = world.history[only_child(world)]
+    assert [r.passed for r in worker.results] == [True]
+    assert history.guard_passed is True
+    assert history.workload_started_at is not None
+    assert history.conclusion == "success"
+    assert "Guard passed" in worker.logs[0]
+
+
+def test_e2e_source_moves_after_dispatch_and_the_workload_never_starts(clock: FakeClock, capsys):
+    world, worker = e2e_world(clock)
+    world.move_ref("heads/feature", at=1.0)  # right after the dispatch at t=0
+    assert coordinate(world, clock) != 0
+    assert world.hook_errors == []
+    history = world.history[only_child(world)]
+    assert [r.refusal.check if r.refusal else None for r in worker.results] == [SOURCE]
+    assert history.guard_passed is False
+    assert history.workload_started_at is None
+    assert history.conclusion != "success"
+
+
+def test_e2e_parent_cancelled_and_the_workload_never_starts(clock: FakeClock, capsys):
+    world, worker = e2e_world(clock)
+    world.finish_parent(PARENT_ID, "cancelled", at=1.0)
+    assert coordinate(world, clock) != 0
+    assert world.hook_errors == []
+    for run_id, history in world.history.items():
+        assert history.workload_started_at is None, run_id
+    assert len(worker.results) == 1  # the worker got a runner before the coordinator looked
+    refusal = worker.results[0].refusal
+    assert refusal is not None
+    assert refusal.check == PARENT
+    assert "'cancelled'" in refusal.observed
