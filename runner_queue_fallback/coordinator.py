@@ -145,9 +145,10 @@ class Coordinator:
         self._dispatch(attempt)
         in_queue = self._wait_in_queue(attempt, self._startup(attempt))
         if in_queue is None:
-            at_deadline = self._read_at_deadline(attempt)
+            window = self.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
+            at_deadline = self._read_at_deadline(attempt, window)
             if not (at_deadline.has_evidence or at_deadline.finished):
-                self._cancel_and_prove(attempt)
+                self._cancel_and_prove(attempt, window)
                 return False
             in_queue = at_deadline
         self._wait_for_result(attempt, in_queue)
@@ -325,12 +326,13 @@ class Coordinator:
             self._poll_checks(allocated=observation.has_evidence)
         return observation
 
-    def _read_at_deadline(self, attempt: Attempt) -> Observation:
+    def _read_at_deadline(self, attempt: Attempt, window: float) -> Observation:
+        """The fresh read before cancelling; it shares the cancellation window's deadline."""
         self.report.log(
             f"Queue deadline of {_minutes(attempt.candidate.queue_seconds)} reached for child "
             f"{attempt.run_id}: fresh read before cancelling"
         )
-        return self._observe(attempt)
+        return self._observe(attempt, window)
 
     def _poll_checks(self, *, allocated: bool) -> None:
         """Each poll: the source ref (unless pinned after start) and the parent run."""
@@ -357,10 +359,9 @@ class Coordinator:
 
     # -- cancellation after a queue timeout -----------------------------------------------
 
-    def _cancel_and_prove(self, attempt: Attempt) -> None:
+    def _cancel_and_prove(self, attempt: Attempt, deadline: float) -> None:
         """Cancel and confirm, within one 2-minute window, that run and job ended with no runner."""
         assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
-        deadline = self.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
         attempt.queue_left_at = self.clock.monotonic()
         attempt.outcome = "cancelling after queue timeout"
         outcome = self.client.cancel_run(attempt.run_id, deadline=deadline)
