@@ -20,7 +20,7 @@ from typing import TextIO
 
 import requests
 
-from runner_queue_fallback import __version__
+from runner_queue_fallback import __version__, lint
 from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run
 from runner_queue_fallback.clock import Clock, SystemClock
 from runner_queue_fallback.coordinator import Coordinator
@@ -88,6 +88,11 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_input_flags(plan)
     plan.add_argument("--json", action="store_true", help="print the plan as JSON")
     plan.set_defaults(run=_run_plan)
+    lint_parser = commands.add_parser(
+        "lint", help="check a coordinator workflow and its child against the spec's rules"
+    )
+    lint.add_arguments(lint_parser)
+    lint_parser.set_defaults(run=_run_lint)
     coordinate = commands.add_parser(
         "coordinate", help="run the fallback sequence (the action's main step)"
     )
@@ -215,6 +220,10 @@ def _run_guard(_args: argparse.Namespace, ctx: Context) -> int:
     result = Guard(inputs, run, client, clock, reporter).run()
     result.publish(reporter)
     return EXIT_OK if result.passed else EXIT_FAILED
+
+
+def _run_lint(args: argparse.Namespace, ctx: Context) -> int:
+    return lint.run(args, ctx.stdout)
 
 
 def main(

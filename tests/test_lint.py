@@ -1,0 +1,570 @@
+"""`lint`: a good pair is clean, each broken pair gives exactly its finding, and the CLI reports."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from runner_queue_fallback import cli
+from runner_queue_fallback.lint import RULES, lint_directory, lint_files
+
+GOOD = Path(__file__).parent / "data" / "lint" / "good"
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+FILES = {"c": "runner-check.yml", "w": "runner-worker.yml"}
+SHA = "0123456789abcdef0123456789abcdef01234567"
+GUARD_USES = f"      - uses: acme/runner-queue-fallback/guard@{SHA}\n"
+GUARD_STEP = (
+    GUARD_USES
+    + "        with:\n"
+    + "".join(
+        f"          {name}: ${{{{ inputs.{name} }}}}\n"
+        for name in (
+            "request-id",
+            "parent-run-id",
+            "parent-run-attempt",
+            "source-ref",
+            "source-sha",
+        )
+    )
+)
+WORKLOAD_INPUT = "      workload:\n        required: true\n        type: string\n"
+
+
+def _add(key: str, after: str, added: str) -> tuple[str, str, str]:
+    """An edit that adds lines after `after`."""
+    return (key, after, after + added)
+
+
+# (rule, edits, expected): each edit is (file, old, new) on the good pair, `old` occurring once;
+# each expected finding is (file, anchor): the first line of that file containing the anchor.
+CATALOGUE = [
+    pytest.param(
+        "RQF000",
+        [("w", "name: Runner worker\n", "name: [Runner worker\n")],
+        [("w", "run-name:")],
+        id="unclosed-flow-sequence",
+    ),
+    pytest.param(
+        "RQF101",
+        [("w", "on:\n  workflow_dispatch:", "on:\n  push:\n  workflow_dispatch:")],
+        [("w", "push:")],
+        id="child-also-on-push",
+    ),
+    pytest.param(
+        "RQF102",
+        [("w", "      runner:\n        required: true", "      runner:\n        required: false")],
+        [("w", "required: false")],
+        id="input-not-required",
+    ),
+    pytest.param(
+        "RQF103",
+        [("w", "run-name: ${{ inputs.request-id }}", "run-name: Runner worker")],
+        [("w", "run-name:")],
+        id="run-name-not-request-id",
+    ),
+    pytest.param(
+        "RQF104",
+        [
+            (
+                "w",
+                "jobs:\n",
+                "jobs:\n  prepare:\n    runs-on: ubuntu-latest\n    steps:\n      - run: x\n",
+            )
+        ],
+        [("w", "jobs:")],
+        id="two-jobs",
+    ),
+    pytest.param(
+        "RQF105",
+        [("w", "    name: worker", "    name: Worker")],
+        [("w", "name: Worker")],
+        id="job-name-not-worker",
+    ),
+    pytest.param(
+        "RQF105",
+        [("w", "  worker:\n", "  test:\n")],
+        [("w", "  test:")],
+        id="job-id-not-worker",
+    ),
+    pytest.param(
+        "RQF106",
+        [("w", "runs-on: ${{ fromJSON(inputs.runner) }}", "runs-on: ubuntu-latest")],
+        [("w", "runs-on:")],
+        id="runs-on-fixed",
+    ),
+    pytest.param(
+        "RQF107",
+        [
+            (
+                "w",
+                "    timeout-minutes: 15\n",
+                "    timeout-minutes: 15\n    strategy:\n      matrix:\n        n: [1, 2]\n",
+            )
+        ],
+        [("w", "strategy:")],
+        id="child-matrix",
+    ),
+    pytest.param(
+        "RQF108",
+        [("w", "    timeout-minutes: 15\n", "    timeout-minutes: 15\n    needs: prepare\n")],
+        [("w", "needs:")],
+        id="child-needs",
+    ),
+    pytest.param(
+        "RQF109",
+        [
+            (
+                "w",
+                "    timeout-minutes: 15\n",
+                "    timeout-minutes: 15\n    environment: production\n",
+            )
+        ],
+        [("w", "environment:")],
+        id="child-environment",
+    ),
+    pytest.param(
+        "RQF110",
+        [
+            (
+                "w",
+                "    timeout-minutes: 15\n",
+                "    timeout-minutes: 15\n    if: github.actor == 'me'\n",
+            )
+        ],
+        [("w", "    if:")],
+        id="child-job-if",
+    ),
+    pytest.param(
+        "RQF111",
+        [("w", "jobs:\n", "concurrency: runner-worker\njobs:\n")],
+        [("w", "concurrency:")],
+        id="child-workflow-concurrency",
+    ),
+    pytest.param(
+        "RQF111",
+        [("w", "    timeout-minutes: 15\n", "    timeout-minutes: 15\n    concurrency: worker\n")],
+        [("w", "concurrency:")],
+        id="child-job-concurrency",
+    ),
+    pytest.param(
+        "RQF112",
+        [("w", GUARD_USES, "      - run: make prepare\n" + GUARD_USES)],
+        [("w", "guard@")],
+        id="step-before-guard",
+    ),
+    pytest.param(
+        "RQF112",
+        [("w", GUARD_USES, GUARD_USES + "        if: github.event_name == 'workflow_dispatch'\n")],
+        [("w", "        if:")],
+        id="guard-with-if",
+    ),
+    pytest.param(
+        "RQF112",
+        [("w", GUARD_STEP, "")],
+        [("w", "    steps:")],
+        id="no-guard",
+    ),
+    pytest.param(
+        "RQF113",
+        [
+            (
+                "w",
+                "parent-run-id: ${{ inputs.parent-run-id }}",
+                "parent-run-id: ${{ github.run_id }}",
+            )
+        ],
+        [("w", "parent-run-id: ${{ github")],
+        id="guard-input-miswired",
+    ),
+    pytest.param(
+        "RQF114",
+        [
+            (
+                "w",
+                "          ref: ${{ inputs.source-sha }}",
+                "          ref: ${{ inputs.source-ref }}",
+            )
+        ],
+        [("w", "          ref: ${{ inputs.source-ref }}")],
+        id="checkout-by-ref-not-sha",
+    ),
+    pytest.param(
+        "RQF115",
+        [("w", "persist-credentials: false", "persist-credentials: true")],
+        [("w", "persist-credentials:")],
+        id="checkout-keeps-credentials",
+    ),
+    pytest.param(
+        "RQF116",
+        [("w", "    timeout-minutes: 15\n", "")],
+        [("w", "  worker:")],
+        id="child-without-timeout",
+    ),
+    pytest.param(
+        "RQF117",
+        [("w", "  actions: read\n", "  actions: write\n")],
+        [("w", "actions: write")],
+        id="child-can-write",
+    ),
+    pytest.param(
+        "RQF117",
+        [("w", "permissions:\n  contents: read\n  actions: read\n", "")],
+        [("w", "  worker:")],
+        id="child-without-permissions",
+    ),
+    pytest.param(
+        "RQF118",
+        [("w", "  contents: read\n  actions: read\n", "  contents: read\n")],
+        [("w", "permissions:")],
+        id="guard-cannot-read-runs",
+    ),
+    pytest.param(
+        "RQF119",
+        [("w", "        run: node", "        continue-on-error: true\n        run: node")],
+        [("w", "continue-on-error:")],
+        id="workload-continue-on-error",
+    ),
+    pytest.param(
+        "RQF120",
+        [
+            _add(
+                "w",
+                "          source-sha: ${{ inputs.source-sha }}\n",
+                "          token: ${{ secrets.RUNNER_PAT }}\n",
+            )
+        ],
+        [("w", "token:")],
+        id="secret-in-guard",
+    ),
+    pytest.param(
+        "RQF200",
+        [("c", "acme/runner-queue-fallback@", "acme/other-action@")],
+        [("c", "# A coordinator")],
+        id="no-coordinator-step",
+    ),
+    pytest.param(
+        "RQF201",
+        [("c", "          runner-type: cpu\n", "")],
+        [("c", "runner-queue-fallback@")],
+        id="runner-type-missing",
+    ),
+    pytest.param(
+        "RQF202",
+        [("c", "      actions: write\n", "      actions: read\n")],
+        [("c", "    permissions:")],
+        id="coordinator-cannot-dispatch",
+    ),
+    pytest.param(
+        "RQF203",
+        [("c", "timeout-minutes: 135", "timeout-minutes: 60")],
+        [("c", "timeout-minutes:")],
+        id="coordinator-timeout-below-plan",
+    ),
+    pytest.param(
+        "RQF204",
+        [("c", "queue-policy: extended", "queue-policy: fastest")],
+        [("c", "queue-policy:")],
+        id="invalid-queue-policy",
+    ),
+    pytest.param(
+        "RQF205",
+        [("c", "workflow: runner-worker.yml", "workflow: workers/runner-worker.yml")],
+        [("c", "workflow: workers")],
+        id="workflow-not-a-file-name",
+    ),
+    pytest.param(
+        "RQF206",
+        [
+            _add(
+                "c",
+                "          execution-timeout-minutes: '15'\n",
+                "          source-policy: ${{ inputs.policy }}\n",
+            )
+        ],
+        [("c", "source-policy:")],
+        id="source-policy-from-expression",
+    ),
+    pytest.param(
+        "RQF207",
+        [
+            _add(
+                "c",
+                "          execution-timeout-minutes: '15'\n",
+                "          source-policy: pinned-after-start\n",
+            ),
+            ("c", "cancel-in-progress: false", "cancel-in-progress: true"),
+        ],
+        [("c", "cancel-in-progress:")],
+        id="pinned-after-start-cancelled-by-push",
+    ),
+    pytest.param(
+        "RQF208",
+        [
+            (
+                "c",
+                "source-sha: ${{ inputs.source-sha }}",
+                "source-sha: ${{ github.event.pull_request.head.sha }}",
+            )
+        ],
+        [("c", "source-sha: ${{ github")],
+        id="source-sha-from-pull-request",
+    ),
+    pytest.param(
+        "RQF209",
+        [
+            _add(
+                "c",
+                "          runner-type: cpu\n",
+                '          workload: \'{"npm": "${{ secrets.NPM_TOKEN }}"}\'\n',
+            )
+        ],
+        [("c", "workload:")],
+        id="secret-in-workload",
+    ),
+    pytest.param(
+        "RQF210",
+        [
+            (
+                "c",
+                "    runs-on: ubuntu-latest\n",
+                "    strategy:\n      matrix:\n        shard: [1, 2]\n    runs-on: ubuntu-latest\n",
+            )
+        ],
+        [("c", "strategy:")],
+        id="coordinator-matrix-unbounded",
+    ),
+    pytest.param(
+        "RQF211",
+        [
+            (
+                "c",
+                "          queue-policy: extended\n",
+                "          queue-policy: extended\n          queue-polcy: standard\n",
+            )
+        ],
+        [("c", "queue-polcy:")],
+        id="unknown-coordinator-input",
+    ),
+    pytest.param(
+        "RQF301",
+        [("c", "workflow: runner-worker.yml", "workflow: missing-worker.yml")],
+        [("c", "workflow:")],
+        id="child-file-missing",
+    ),
+    pytest.param(
+        "RQF302",
+        [("w", WORKLOAD_INPUT, "")],
+        [("w", "    inputs:")],
+        id="child-lacks-workload-input",
+    ),
+    pytest.param(
+        "RQF302",
+        [("w", WORKLOAD_INPUT, WORKLOAD_INPUT + "      shard:\n        required: false\n")],
+        [("w", "shard:")],
+        id="child-declares-extra-input",
+    ),
+    pytest.param(
+        "RQF303",
+        [("w", f"guard@{SHA}", "guard@89abcdef0123456789abcdef0123456789abcdef")],
+        [("w", "guard@")],
+        id="guard-from-another-commit",
+    ),
+    pytest.param(
+        "RQF304",
+        [("c", f"fallback@{SHA}", "fallback@main"), ("w", f"guard@{SHA}", "guard@main")],
+        [("c", "fallback@main"), ("w", "guard@main")],
+        id="both-at-main",
+    ),
+    pytest.param(
+        "RQF305",
+        [("w", "timeout-minutes: 15", "timeout-minutes: 10")],
+        [("w", "timeout-minutes:")],
+        id="child-timeout-below-execution-budget",
+    ),
+]
+
+
+def _write_pair(tmp_path: Path, edits=()) -> dict[str, str]:
+    texts = {key: (GOOD / name).read_text(encoding="utf-8") for key, name in FILES.items()}
+    for key, old, new in edits:
+        assert texts[key].count(old) == 1, f"{old!r} must occur once in {FILES[key]}"
+        texts[key] = texts[key].replace(old, new)
+    for key, name in FILES.items():
+        (tmp_path / name).write_text(texts[key], encoding="utf-8")
+    return texts
+
+
+def _line(text: str, anchor: str) -> int:
+    return next(n for n, line in enumerate(text.splitlines(), start=1) if anchor in line)
+
+
+def _found(result) -> set[tuple[str, str, int]]:
+    return {(f.rule, Path(f.path).name, f.line) for f in result.findings}
+
+
+def test_the_good_pair_is_clean():
+    """The spec's example pair, pinned to one SHA and with plan's timeout, has no finding."""
+    result = lint_files(GOOD / FILES["c"])
+    assert result.findings == []
+    assert result.coordinators == (GOOD / FILES["c"],)
+
+
+def test_the_good_pair_is_clean_when_both_files_are_given():
+    assert lint_files(GOOD / FILES["c"], GOOD / FILES["w"]).findings == []
+
+
+@pytest.mark.parametrize(("rule", "edits", "expected"), CATALOGUE)
+def test_each_broken_pair_gives_exactly_its_finding(tmp_path, rule, edits, expected):
+    """One edit to the good pair breaks one rule, reported at the line it concerns."""
+    texts = _write_pair(tmp_path, edits)
+    result = lint_files(tmp_path / FILES["c"])
+    want = {(rule, FILES[key], _line(texts[key], anchor)) for key, anchor in expected}
+    assert _found(result) == want, "\n".join(f.text() for f in result.findings)
+    assert all(f.message and f.fix for f in result.findings)
+
+
+def test_the_catalogue_covers_every_rule():
+    assert {case.values[0] for case in CATALOGUE} == set(RULES)
+
+
+def test_the_timeout_finding_names_the_number_plan_computes(tmp_path):
+    _write_pair(tmp_path, [("c", "timeout-minutes: 135", "timeout-minutes: 60")])
+    (finding,) = lint_files(tmp_path / FILES["c"]).findings
+    assert "need at least 123" in finding.message
+    assert "timeout-minutes: 123" in finding.fix
+
+
+def test_pool_inputs_from_expressions_skip_the_timeout_rule_with_a_notice(tmp_path):
+    _write_pair(tmp_path, [("c", "runner-type: cpu", "runner-type: ${{ inputs.type }}")])
+    (finding,) = lint_files(tmp_path / FILES["c"]).findings
+    assert (finding.rule, finding.level) == ("RQF203", "notice")
+    assert "runner-type" in finding.message
+
+
+def test_a_child_given_explicitly_must_be_the_one_workflow_names(tmp_path):
+    _write_pair(tmp_path)
+    other = tmp_path / "other-worker.yml"
+    other.write_text((tmp_path / FILES["w"]).read_text(encoding="utf-8"), encoding="utf-8")
+    result = lint_files(tmp_path / FILES["c"], other)
+    assert {(f.rule, Path(f.path).name) for f in result.findings} == {("RQF205", FILES["c"])}
+
+
+def test_the_local_action_forms_count(tmp_path):
+    """`uses: ./` is the coordinator and `./guard` the guard, both from the local checkout."""
+    _write_pair(
+        tmp_path,
+        [
+            ("c", f"acme/runner-queue-fallback@{SHA}", "./"),
+            ("w", f"acme/runner-queue-fallback/guard@{SHA}", "./guard"),
+        ],
+    )
+    result = lint_files(tmp_path / FILES["c"])
+    assert result.findings == []
+    assert result.coordinators == (tmp_path / FILES["c"],)
+
+
+def test_a_tag_is_pinned_enough(tmp_path):
+    _write_pair(
+        tmp_path,
+        [("c", f"fallback@{SHA}", "fallback@v1.2.0"), ("w", f"guard@{SHA}", "guard@v1.2.0")],
+    )
+    assert lint_files(tmp_path / FILES["c"]).findings == []
+
+
+def test_the_on_key_in_all_three_forms(tmp_path):
+    """`on:` is read as the string key it is written as, never YAML 1.1's boolean True."""
+    text = (GOOD / FILES["w"]).read_text(encoding="utf-8")
+    start, end = text.index("on:\n"), text.index("permissions:\n")
+    for form in ("on: workflow_dispatch\n", "on: [workflow_dispatch]\n", '"on": [push]\n'):
+        _write_pair(tmp_path)
+        (tmp_path / FILES["w"]).write_text(text[:start] + form + text[end:], encoding="utf-8")
+        rules = {f.rule for f in lint_files(tmp_path / FILES["c"]).findings}
+        assert rules == ({"RQF101"} if "push" in form else {"RQF302"})
+
+
+@pytest.mark.skipif(not EXAMPLES.is_dir(), reason="examples/ has not landed yet")
+def test_every_example_coordinator_lints_without_errors():
+    result = lint_directory(EXAMPLES)
+    assert result.coordinators, "examples/ holds no coordinator workflow"
+    assert result.errors == [], "\n".join(f.text() for f in result.errors)
+
+
+def _run(argv: list[str], capsys) -> tuple[int, str]:
+    code = cli.main(argv, environ={})
+    return code, capsys.readouterr().out
+
+
+def test_cli_text_format_and_exit_code(tmp_path, capsys):
+    _write_pair(tmp_path, [("w", "persist-credentials: false", "persist-credentials: true")])
+    code, out = _run(["lint", str(tmp_path / FILES["c"]), str(tmp_path / FILES["w"])], capsys)
+    assert code == 1
+    first = out.splitlines()[0]
+    assert re.fullmatch(
+        rf"{re.escape(str(tmp_path / FILES['w']))}:\d+: RQF115 error: .+ \(fix: .+\)", first
+    )
+    assert (
+        out.splitlines()[-1] == "lint: 1 error, 0 warnings, 0 notices in 1 coordinator workflow(s)"
+    )
+
+
+def test_cli_github_format_annotates_errors_and_fails(tmp_path, capsys):
+    _write_pair(
+        tmp_path, [("w", "runs-on: ${{ fromJSON(inputs.runner) }}", "runs-on: ubuntu-latest")]
+    )
+    code, out = _run(["lint", str(tmp_path / FILES["c"]), "--format", "github"], capsys)
+    assert code == 1
+    line = _line((tmp_path / FILES["w"]).read_text(encoding="utf-8"), "runs-on:")
+    path = str(tmp_path / FILES["w"]).replace(":", "%3A").replace(",", "%2C")
+    assert out.splitlines()[0].startswith(f"::error file={path},line={line},title=RQF106::")
+
+
+def test_cli_warnings_alone_do_not_fail(tmp_path, capsys):
+    _write_pair(
+        tmp_path, [("c", f"fallback@{SHA}", "fallback@main"), ("w", f"guard@{SHA}", "guard@main")]
+    )
+    code, out = _run(["lint", str(tmp_path / FILES["c"]), "--format", "github"], capsys)
+    assert code == 0
+    assert [line.split(" ", 1)[0] for line in out.splitlines()[:2]] == ["::warning", "::warning"]
+
+
+def test_cli_clean_pair_exits_zero(capsys):
+    code, out = _run(["lint", str(GOOD / FILES["c"])], capsys)
+    assert (code, out) == (
+        0,
+        "lint: 0 errors, 0 warnings, 0 notices in 1 coordinator workflow(s)\n",
+    )
+
+
+def test_cli_directory_mode_finds_coordinators_and_their_children(tmp_path, capsys, monkeypatch):
+    workflows = tmp_path / ".github" / "workflows"
+    workflows.mkdir(parents=True)
+    _write_pair(workflows, [("w", "persist-credentials: false", "persist-credentials: true")])
+    (workflows / "ci.yaml").write_text("on: push\njobs:\n  test:\n    runs-on: x\n    steps: []\n")
+    monkeypatch.chdir(tmp_path)
+    code, out = _run(["lint"], capsys)
+    assert code == 1
+    assert out.startswith(".github/workflows/runner-worker.yml:")
+    assert "RQF115" in out
+    assert "in 1 coordinator workflow(s)" in out
+
+
+def test_cli_directory_mode_with_dir_and_nothing_to_lint(tmp_path, capsys):
+    (tmp_path / "ci.yml").write_text("on: push\njobs: {}\n")
+    code, out = _run(["lint", "--dir", str(tmp_path)], capsys)
+    assert code == 0
+    assert "uses the coordinator" in out
+
+
+def test_cli_usage_problems_exit_two(tmp_path, capsys):
+    assert _run(["lint", "--dir", str(tmp_path / "absent")], capsys)[0] == 2
+    assert _run(["lint", str(tmp_path / "absent.yml")], capsys)[0] == 2
+    assert _run(["lint", "a", "b", "c"], capsys)[0] == 2
+    assert _run(["lint", str(GOOD / FILES["c"]), "--dir", str(GOOD)], capsys)[0] == 2
+
+
+def test_cli_prints_the_rule_table(capsys):
+    code, out = _run(["lint", "--rules"], capsys)
+    assert code == 0
+    assert all(f"| {rule} |" in out for rule in RULES)
