@@ -1,0 +1,48 @@
+# One image for both actions: action.yml (coordinator main + post cleanup) and guard/action.yml.
+# The runner builds it with the repository root as context (guard/action.yml says ../Dockerfile)
+# and starts it as `docker run --rm --workdir /github/workspace -e INPUT_... --entrypoint X <image>`.
+#
+# Base pinned by tag only: nobody working on this file could pull the image to read its digest.
+# To pin by digest, append @sha256:<digest> from `docker buildx imagetools inspect python:3.12-slim`.
+FROM python:3.12-slim
+
+# No WORKDIR (the runner mounts the workspace and sets --workdir) and no USER (the action must be
+# root to write GITHUB_OUTPUT/GITHUB_STATE files owned by the runner): every path here is absolute.
+# PYTHONSAFEPATH keeps the consumer's workspace (the cwd) off sys.path for `python -m`.
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONSAFEPATH=1 \
+    PYTHONPATH=/app \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PIP_NO_CACHE_DIR=1
+
+# Dependencies first, in their own layer, read from pyproject.toml's [project].dependencies (the
+# one source of truth). pip and setuptools leave the venv afterwards: the image only runs code.
+COPY pyproject.toml /app/pyproject.toml
+RUN python -m venv /app/venv \
+ && python -c "import tomllib; print(*tomllib.load(open('/app/pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /app/requirements.txt \
+ && /app/venv/bin/python -m pip install --no-cache-dir --requirement /app/requirements.txt \
+ && /app/venv/bin/python -m pip uninstall --yes --quiet pip setuptools \
+ && /app/venv/bin/python -m compileall -q -j 0 /app/venv
+
+# The code, and profiles/ next to the package where profiles.default_profiles_dir() looks
+# (/app/runner_queue_fallback/../profiles). Byte-compiled here so a cold start reads .pyc files.
+COPY runner_queue_fallback /app/runner_queue_fallback
+COPY profiles /app/profiles
+
+# /app/bin/<command>: what action.yml's entrypoint / post-entrypoint and guard/action.yml's
+# entrypoint name. Each is a Python script (no shell in between), so Python is PID 1 and receives
+# the SIGINT/SIGTERM that `docker run` forwards on cancellation.
+RUN mkdir /app/bin \
+ && for command in coordinate cleanup guard; do \
+      printf '#!/app/venv/bin/python\n"""Run: python -m runner_queue_fallback %s."""\nimport sys\n\nfrom runner_queue_fallback.cli import main\n\nsys.exit(main(["%s", *sys.argv[1:]]))\n' \
+        "$command" "$command" > "/app/bin/$command" \
+      && chmod 0755 "/app/bin/$command"; \
+    done \
+ && /app/venv/bin/python -m compileall -q -j 0 /app/runner_queue_fallback \
+ && /app/venv/bin/python -c "import runner_queue_fallback.cli, runner_queue_fallback.profiles as p; p.load_profiles()"
+
+# Anything else (plan, simulate, lint, --help) through the generic entry point:
+#   docker run --rm <image> plan --runner-type gpu
+ENTRYPOINT ["/app/venv/bin/python", "-m", "runner_queue_fallback"]
+CMD ["--help"]
