@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +21,21 @@ def _clean_environ(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith(("INPUT_", "GITHUB_", "RUNNER_", "STATE_")):
             monkeypatch.delenv(key, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Invariant 6: nothing sleeps for real in a test; all waiting goes through a fake Clock."""
+
+    real_sleep = time.sleep
+
+    def refuse(seconds: float) -> None:
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        if caller.startswith(("runner_queue_fallback", "tests", "bench")) and seconds > 0:
+            raise AssertionError(f"a real time.sleep({seconds}) from {caller}: use the fake Clock")
+        real_sleep(seconds)  # subprocess and thread libraries poll with tiny sleeps of their own
+
+    monkeypatch.setattr(time, "sleep", refuse)
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -22,16 +21,6 @@ from tests.invariants import check_invariants, children, dispatch_posts
 
 CPU = ["linux-amd64-cpu16", "linux-amd64-cpu8", "linux-amd64-cpu32"]
 FOREVER = [(0.0, 10.0**9)]
-
-
-@pytest.fixture(autouse=True)
-def _no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Invariant 6: nothing sleeps for real."""
-
-    def refuse(seconds: float) -> None:
-        raise AssertionError(f"real sleep of {seconds}s")
-
-    monkeypatch.setattr(time, "sleep", refuse)
 
 
 class Scenario:
