@@ -58,7 +58,9 @@ def test_the_sequence_does_not_import_the_simulator(name: str):
         assert not {m for m in _imports(path) if ".sim" in m}
 
 
-@pytest.mark.parametrize("name", ["inputs.py", "profiles.py", "observe.py", "plan.py"])
+@pytest.mark.parametrize(
+    "name", ["inputs.py", "overrides.py", "profiles.py", "observe.py", "plan.py"]
+)
 def test_pure_modules_do_no_io(name: str):
     """inputs, profiles, plan and observe import nothing that talks to the network or the OS env."""
     path = PACKAGE / name
