@@ -284,8 +284,8 @@ class Coordinator:
 
     def _note_job(self, attempt: Attempt, observation: Observation) -> None:
         job = observation.job
-        if job is not None and job.html_url:
-            attempt.job_url = job.html_url
+        if job is not None and attempt.job_url is None:
+            attempt.job_url = job.html_url or f"{attempt.run_url}/job/{job.id}"
         if attempt.queued_at is None and not observation.has_evidence and job is not None:
             attempt.queued_at = self.clock.monotonic()
             attempt.outcome = "queued"
@@ -430,9 +430,10 @@ class Coordinator:
                 )
             wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
             round_number += 1
+            since = now - (attempt.dispatched_at or now)
             self.report.log(
                 f"Executing round {round_number}: child {attempt.run_id} {observation.describe()}; "
-                f"next check in {_seconds(wait)}"
+                f"{_seconds(since)} since dispatch; next check in {_seconds(wait)}"
             )
             self.clock.sleep(wait)
             observation = self._observe(attempt)

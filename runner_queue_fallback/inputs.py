@@ -67,6 +67,9 @@ _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SOURCE_REF = re.compile(r"^refs/(heads/\S+|tags/\S+|pull/\d+/(merge|head))$")
 _WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
 
+#: The dispatch inputs payload is limited to 65,535 characters; leave room for the other six.
+_WORKLOAD_MAX_CHARS = 60_000
+
 T = TypeVar("T")
 S = TypeVar("S", bound=str)
 
@@ -263,6 +266,12 @@ def _workload(name: str, raw: str) -> str:
         raise InputError(
             name, f"is not valid JSON ({exc.msg})", given=raw, allowed="a JSON object"
         ) from exc
+    if len(raw) > _WORKLOAD_MAX_CHARS:
+        raise InputError(
+            name,
+            f"is {len(raw)} characters long; GitHub refuses dispatch inputs over 65,535 characters",
+            allowed=f"a JSON object of at most {_WORKLOAD_MAX_CHARS} characters (pass references, not data)",
+        )
     if not isinstance(value, dict):
         raise InputError(
             name, "must be a JSON object", given=raw, allowed='a JSON object such as {"shard": 1}'

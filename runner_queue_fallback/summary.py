@@ -109,5 +109,9 @@ def publish(result: Result, reporter: Reporter) -> None:
     reporter.error(
         f"{error}{suffix}", title=error.title if error else "Runner queue fallback failed"
     )
-    if result.cleanup is not None and not result.cleanup.confirmed:
-        reporter.error(result.cleanup.describe(), title="Cleanup not confirmed")
+    if result.cleanup is not None:
+        line = f"{result.cleanup.describe()}{suffix}"
+        if result.cleanup.confirmed:
+            reporter.log(line)
+        else:
+            reporter.error(line, title="Cleanup not confirmed")

@@ -120,6 +120,12 @@ BAD_INPUTS = [
     ("token-missing", {"INPUT_TOKEN": None}, "token", "required"),
     ("workload-not-json", {"INPUT_WORKLOAD": "{shard: 1}"}, "workload", "JSON"),
     ("workload-array", {"INPUT_WORKLOAD": "[1, 2]"}, "workload", "JSON object"),
+    (
+        "workload-too-long",
+        {"INPUT_WORKLOAD": json.dumps({"x": "y" * 70_000})},
+        "workload",
+        "65,535",
+    ),
     ("runners-malformed", {"INPUT_RUNNERS": "[{group: x}]"}, "runners", "not valid JSON"),
     (
         "runners-object",
