@@ -105,7 +105,36 @@ def _build_parser() -> argparse.ArgumentParser:
         "guard", help="the child's first step: check identity, parent and source"
     )
     guard.set_defaults(run=_run_guard)
+    _add_simulate_parser(commands)
     return parser
+
+
+def _add_simulate_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    simulate = commands.add_parser(
+        "simulate",
+        help="run the real coordinator, post step and guard against a fake GitHub, on virtual time",
+        description=(
+            "Run a scenario of the catalogue (default: fallback), or your own inputs against one "
+            "free pool per candidate. Exit 0 when it ran (and ended as a catalogue scenario "
+            "states), 1 when a catalogue scenario did not end as stated, 2 on a bad flag."
+        ),
+    )
+    simulate.add_argument("scenario", nargs="?", metavar="SCENARIO", help="a name from --list")
+    simulate.add_argument("--list", action="store_true", help="list the scenarios and exit")
+    simulate.add_argument("--json", action="store_true", help="print attempts, outputs, ledger")
+    simulate.add_argument(
+        "--busy",
+        action="append",
+        metavar="POOL=DURATION",
+        help="no free runner in POOL (its labels) for DURATION (40m, 90s, 1h, always); repeatable",
+    )
+    simulate.add_argument("--workload-outcome", choices=("success", "failure"))
+    simulate.add_argument("--workload-minutes", type=float, metavar="MINUTES")
+    group = simulate.add_argument_group("coordinator inputs (INPUT_* variables are not read here)")
+    for name in COORDINATOR_INPUTS:
+        if name != "token":
+            group.add_argument(f"--{name}", dest=f"input:{name}", metavar="VALUE")
+    simulate.set_defaults(run=_run_simulate)
 
 
 def _add_input_flags(parser: argparse.ArgumentParser) -> None:
@@ -220,6 +249,18 @@ def _run_guard(_args: argparse.Namespace, ctx: Context) -> int:
     result = Guard(inputs, run, client, clock, reporter).run()
     result.publish(reporter)
     return EXIT_OK if result.passed else EXIT_FAILED
+
+
+def _run_simulate(args: argparse.Namespace, ctx: Context) -> int:
+    """Simulate on virtual time; the environment is ignored, the inputs come from flags only."""
+    from runner_queue_fallback import simulate  # noqa: PLC0415  # simulate drives cli.main: a cycle
+
+    inputs = {
+        key.removeprefix("input:"): value
+        for key, value in vars(args).items()
+        if key.startswith("input:") and value is not None
+    }
+    return simulate.run(args, inputs, ctx.stdout)
 
 
 def _run_lint(args: argparse.Namespace, ctx: Context) -> int:

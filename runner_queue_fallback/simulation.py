@@ -1,38 +1,149 @@
 """Run the real coordinator, its post step and the guard against the fake GitHub on virtual time.
 
 This is composition, like cli.py: it wires the simulator to the product through `cli.main`, the
-same door the runner uses, with the environment, files and signals a real step would get.
+same door the runner uses, with the environment, files and signals a real step would get. Every
+line a step prints is kept with the virtual second it was written at, so `simulate` can show the
+log as the Actions UI would, stamped with simulated time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import io
+import json
+import sys
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.clock import Clock, FakeClock
 from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.inputs import env_name
+from runner_queue_fallback.scenarios import CatalogueEntry, CatalogueError, Observed
 from runner_queue_fallback.sim.actions import WorkerContext
+from runner_queue_fallback.sim.model import RunHistory
+from runner_queue_fallback.sim.vclock import VirtualClock
 from runner_queue_fallback.sim.world import FakeGitHub
 
 __all__ = [
     "PARENT_RUN_ID",
     "SOURCE_REF",
+    "TOKEN",
+    "GuardLog",
+    "Simulated",
     "SimulationRun",
+    "StampedLog",
+    "capture_stdout",
     "guard_hook",
     "read_key_values",
     "run_coordinator",
+    "run_coordinators",
+    "simulate_entry",
     "standard_world",
+    "with_defaults",
 ]
 
 PARENT_RUN_ID = 9_000_001
 SOURCE_REF = "refs/pull/123/merge"
 TOKEN = "ghs_simulated_coordinator_token"  # noqa: S105  # a fake token, to prove it is never printed
+
+#: A log line and the virtual second (`clock.monotonic()`) it was written at.
+Stamped = tuple[float, str]
+#: Where captured output goes: any text stream.
+Sink = TextIO | io.TextIOBase
+
+
+class StampedLog(io.TextIOBase):
+    """A text stream that keeps each complete line with the time `now()` gave when it ended."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        """Stamp lines with `now()` (virtual seconds)."""
+        super().__init__()
+        self._now = now
+        self._partial = ""
+        self.lines: list[Stamped] = []
+
+    def writable(self) -> bool:
+        """Always writable."""
+        return True
+
+    def write(self, text: str) -> int:
+        """Buffer `text`; every newline completes a line, stamped now."""
+        self._partial += text
+        *done, self._partial = self._partial.split("\n")
+        stamp = self._now()
+        self.lines.extend((stamp, line) for line in done)
+        return len(text)
+
+    def getvalue(self) -> str:
+        """Everything written, as plain text."""
+        return "".join(f"{line}\n" for _, line in self.lines) + self._partial
+
+
+class _ThreadStdout(io.TextIOBase):
+    """`sys.stdout` while simulating: each thread writes to the stream it is capturing into.
+
+    `contextlib.redirect_stdout` swaps one global, which breaks when simulated coordinators take
+    turns in threads (`VirtualClock.run_all`): their redirections would interleave and restore
+    each other's streams.
+    """
+
+    def __init__(self, fallback: TextIO) -> None:
+        super().__init__()
+        self.fallback = fallback
+        self.local = threading.local()
+
+    def _target(self) -> Sink:
+        stack: list[Sink] = getattr(self.local, "stack", [])
+        return stack[-1] if stack else self.fallback
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        return self._target().write(text)
+
+    def flush(self) -> None:
+        self._target().flush()
+
+
+_ROUTER_LOCK = threading.Lock()
+_router_users = 0
+
+
+@contextlib.contextmanager
+def capture_stdout(target: Sink) -> Iterator[None]:
+    """Send this thread's `sys.stdout` to `target` (other threads keep their own)."""
+    global _router_users  # noqa: PLW0603  # one router for the process, counted by its users
+    with _ROUTER_LOCK:
+        if not isinstance(sys.stdout, _ThreadStdout):
+            sys.stdout = _ThreadStdout(sys.stdout)
+        router = sys.stdout
+        _router_users += 1
+    assert isinstance(router, _ThreadStdout)  # noqa: S101  # installed just above
+    stack: list[Sink] = router.local.__dict__.setdefault("stack", [])
+    stack.append(target)
+    try:
+        yield
+    finally:
+        stack.pop()
+        with _ROUTER_LOCK:
+            _router_users -= 1
+            if _router_users == 0 and sys.stdout is router:
+                sys.stdout = router.fallback
+
+
+@dataclass
+class GuardLog:
+    """What the guard step of one child run printed, stamped with the worker's virtual time."""
+
+    run_id: int
+    lines: list[Stamped]
+    passed: bool
 
 
 @dataclass
@@ -47,6 +158,9 @@ class SimulationRun:
     post_exit_code: int | None = None
     post_log: str = ""
     guard_logs: list[str] = field(default_factory=list)
+    log_lines: list[Stamped] = field(default_factory=list)
+    post_log_lines: list[Stamped] = field(default_factory=list)
+    parent_run_id: int = PARENT_RUN_ID
 
 
 def read_key_values(path: Path) -> dict[str, str]:
@@ -78,15 +192,20 @@ def standard_world(clock: FakeClock, world: FakeGitHub | None = None) -> tuple[F
 
 
 def coordinator_environ(
-    world: FakeGitHub, inputs: Mapping[str, str], files: Path
+    world: FakeGitHub,
+    inputs: Mapping[str, str],
+    files: Path,
+    *,
+    parent_run_id: int = PARENT_RUN_ID,
+    token: str = TOKEN,
 ) -> dict[str, str]:
     """The environment the runner gives the coordinator's container."""
     environ = {env_name(name): value for name, value in inputs.items()}
-    environ.setdefault(env_name("token"), TOKEN)
+    environ.setdefault(env_name("token"), token)
     environ.update(
         {
             "GITHUB_REPOSITORY": world.repository,
-            "GITHUB_RUN_ID": str(PARENT_RUN_ID),
+            "GITHUB_RUN_ID": str(parent_run_id),
             "GITHUB_RUN_ATTEMPT": "1",
             "GITHUB_API_URL": world.api_url,
             "GITHUB_SERVER_URL": world.server_url,
@@ -99,15 +218,25 @@ def coordinator_environ(
 
 
 def guard_hook(
-    world: FakeGitHub, clock: FakeClock, logs: list[str]
+    world: FakeGitHub,
+    clock: Clock,
+    logs: list[str],
+    *,
+    stamped: list[GuardLog] | None = None,
 ) -> Callable[[WorkerContext], bool]:
-    """A worker hook that runs the real guard step in the simulated child, on the same clock."""
+    """A worker hook that runs the real guard step in the simulated child, on the same clock.
+
+    Guard lines are stamped with the model's time: while a hook runs, the fake GitHub follows the
+    guard's own timeline (see `ActionsModel.catch_up`), which is what the worker would see.
+    """
 
     def run_guard(context: WorkerContext) -> bool:
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
+        out = StampedLog(world.now)
+        with capture_stdout(out):
             code = cli.main(["guard"], dict(context.environ), clock=clock, session=world.session())
         logs.append(out.getvalue())
+        if stamped is not None:
+            stamped.append(GuardLog(context.run_id, out.lines, passed=code == 0))
         return code == 0
 
     return run_guard
@@ -115,44 +244,90 @@ def guard_hook(
 
 def run_coordinator(
     world: FakeGitHub,
-    clock: FakeClock,
+    clock: Clock,
     inputs: Mapping[str, str],
     *,
     interrupt_at: float | None = None,
     post_step: bool = True,
+    parent_run_id: int = PARENT_RUN_ID,
+    token: str = TOKEN,
 ) -> SimulationRun:
     """Run `coordinate` (and then the post step, as the runner would) against `world`."""
     with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
         files = Path(tmp)
-        environ = coordinator_environ(world, inputs, files)
+        environ = coordinator_environ(
+            world, inputs, files, parent_run_id=parent_run_id, token=token
+        )
         if interrupt_at is not None:
             _interrupt(clock, interrupt_at)
-        log = io.StringIO()
-        with contextlib.redirect_stdout(log):
+        log = StampedLog(clock.monotonic)
+        with capture_stdout(log):
             code = cli.main(["coordinate"], environ, clock=clock, session=world.session())
         state = read_key_values(files / "state")
         result = SimulationRun(
             exit_code=code,
             log=log.getvalue(),
             outputs=read_key_values(files / "output"),
-            summary=(files / "summary.md").read_text() if (files / "summary.md").exists() else "",
+            summary=_read(files / "summary.md"),
             state=state,
+            log_lines=log.lines,
+            parent_run_id=parent_run_id,
         )
         if post_step:
             post_env = {**environ, **{f"STATE_{k}": v for k, v in state.items()}}
-            post_log = io.StringIO()
-            with contextlib.redirect_stdout(post_log):
+            post_log = StampedLog(clock.monotonic)
+            with capture_stdout(post_log):
                 result.post_exit_code = cli.main(
                     ["cleanup"], post_env, clock=clock, session=world.session()
                 )
             result.post_log = post_log.getvalue()
-            result.summary = (
-                (files / "summary.md").read_text() if (files / "summary.md").exists() else ""
-            )
+            result.post_log_lines = post_log.lines
+            result.summary = _read(files / "summary.md")
         return result
 
 
-def _interrupt(clock: FakeClock, at: float) -> None:
+def run_coordinators(
+    world: FakeGitHub,
+    clock: VirtualClock,
+    inputs: Sequence[Mapping[str, str]],
+    *,
+    parent_run_ids: Sequence[int] | None = None,
+    post_step: bool = True,
+) -> list[SimulationRun]:
+    """Run several coordinators at once in one repository, taking turns on a virtual clock.
+
+    Each has its own parent run (added to `world` if missing), token, files and log, as parallel
+    jobs of a matrix would; they share the repository's API quota and its runner pools.
+    """
+    ids = list(parent_run_ids or [PARENT_RUN_ID + n for n in range(len(inputs))])
+    if len(ids) != len(inputs):
+        raise ValueError("one parent run id per coordinator")
+    for parent in ids:
+        if parent not in world.runs:
+            world.add_parent_run(parent)
+
+    def participant(index: int) -> Callable[[], SimulationRun]:
+        def run() -> SimulationRun:
+            return run_coordinator(
+                world,
+                clock,
+                inputs[index],
+                post_step=post_step,
+                parent_run_id=ids[index],
+                token=TOKEN if index == 0 else f"{TOKEN}_{index + 1}",
+            )
+
+        return run
+
+    results: list[SimulationRun] = clock.run_all([participant(i) for i in range(len(inputs))])
+    return results
+
+
+def _read(path: Path) -> str:
+    return path.read_text(encoding="utf-8") if path.exists() else ""
+
+
+def _interrupt(clock: Clock, at: float) -> None:
     """Deliver SIGTERM (as Interrupted) the first time the clock reaches `at`."""
     fired = False
 
@@ -162,4 +337,85 @@ def _interrupt(clock: FakeClock, at: float) -> None:
             fired = True
             raise Interrupted("SIGTERM")
 
-    clock.on_advance(check)
+    on_advance: Callable[[Callable[[], None]], None] | None = getattr(clock, "on_advance", None)
+    if on_advance is None:
+        raise TypeError("interrupt_at needs a clock with on_advance (FakeClock, VirtualClock)")
+    on_advance(check)
+
+
+# ------------------------------------------------------------------ catalogue scenarios
+
+
+@dataclass
+class Simulated:
+    """A whole simulated scenario: the world afterwards, each coordinator's run, the guards."""
+
+    name: str
+    world: FakeGitHub
+    runs: list[SimulationRun]
+    guards: list[GuardLog]
+    virtual_seconds: float
+
+    def children(self, run: SimulationRun) -> list[RunHistory]:
+        """The child runs one coordinator dispatched, in dispatch order."""
+        mine = [
+            history
+            for run_id, history in self.world.history.items()
+            if self.world.runs[run_id].inputs.get("parent-run-id") == str(run.parent_run_id)
+        ]
+        return sorted(mine, key=lambda h: h.dispatched_at)
+
+    def observed(self, run: SimulationRun) -> Observed:
+        """What one coordinator did, in the catalogue's terms."""
+        served = [h.pool for h in self.children(run) if h.allocated_at is not None and h.pool]
+        attempts = json.loads(run.outputs.get("attempts-json") or "[]")
+        return Observed(
+            exit_code=run.exit_code,
+            attempts=int(run.outputs.get("attempts") or 0),
+            served_by=",".join(served[-1][1]) if served else None,
+            outcomes=tuple(str(a.get("outcome", "")) for a in attempts),
+            log=run.log + run.post_log,
+            post_exit_code=run.post_exit_code,
+        )
+
+
+def simulate_entry(entry: CatalogueEntry, *, guard: bool = True) -> Simulated:
+    """Build the entry's world and run its coordinators (with post steps and guards) to the end."""
+    multi = len(entry.coordinators) > 1
+    if multi and entry.interrupt_at is not None:
+        raise CatalogueError(f"{entry.name}: interrupt_at needs a single coordinator")
+    clock: FakeClock | VirtualClock = VirtualClock() if multi else FakeClock()
+    guards: list[GuardLog] = []
+    world = entry.world.build(clock)
+    if guard:
+        world.on_worker_start = guard_hook(world, clock, [], stamped=guards)
+    base = entry.world.parent.run_id if entry.world.parent else PARENT_RUN_ID
+    parents = [c.parent_run_id or base + n for n, c in enumerate(entry.coordinators)]
+    inputs = [with_defaults(world, c.inputs) for c in entry.coordinators]
+    if multi:
+        assert isinstance(clock, VirtualClock)  # noqa: S101  # chosen above
+        runs = run_coordinators(world, clock, inputs, parent_run_ids=parents)
+    else:
+        if parents[0] not in world.runs:
+            world.add_parent_run(parents[0])
+        runs = [
+            run_coordinator(
+                world, clock, inputs[0], interrupt_at=entry.interrupt_at, parent_run_id=parents[0]
+            )
+        ]
+    world.catch_up()
+    return Simulated(entry.name, world, runs, guards, clock.monotonic())
+
+
+def with_defaults(world: FakeGitHub, inputs: Mapping[str, str]) -> dict[str, str]:
+    """Fill the inputs a scenario leaves out: the child workflow, and the source at its SHA."""
+    source = inputs.get("source-ref", SOURCE_REF)
+    name = source.removeprefix("refs/")
+    sha = world.refs.get(name) or world.add_ref(name)
+    return {
+        "workflow": "runner-worker.yml",
+        "workflow-ref": world.default_branch,
+        "source-ref": source,
+        "source-sha": sha,
+        **inputs,
+    }

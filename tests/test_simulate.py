@@ -1,0 +1,351 @@
+"""The simulate command and its scenario catalogue: every scenario ends as it states."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from runner_queue_fallback import cli
+from runner_queue_fallback.scenarios import (
+    CATALOGUE_DIR,
+    DEFAULT_SCENARIO,
+    CatalogueEntry,
+    CatalogueError,
+    load_catalogue,
+    load_entry,
+)
+from runner_queue_fallback.simulate import parse_busy
+from runner_queue_fallback.simulation import TOKEN, Simulated, SimulationRun, simulate_entry
+from tests.invariants import check_invariants
+
+CATALOGUE = load_catalogue()
+PILOT_CASES = {
+    "primary success",
+    "queue fallback",
+    "exhaustion",
+    "product failure without retry",
+    "parent cancellation",
+    "queue/start race",
+}
+H100 = "linux-amd64-gpu-h100-latest-1"
+RTXPRO = "linux-amd64-gpu-rtxpro6000-latest-1"
+STAMPED = re.compile(r"^\[\d\d:\d\d:\d\d\] ")
+
+
+@pytest.fixture(autouse=True)
+def _no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Invariant 6: nothing sleeps for real."""
+
+    def refuse(seconds: float) -> None:
+        raise AssertionError(f"real sleep of {seconds}s")
+
+    monkeypatch.setattr(time, "sleep", refuse)
+
+
+def simulate(*argv: str) -> tuple[int, str]:
+    """Run the command as a person would; the environment's INPUT_* must not leak in."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["simulate", *argv], {"INPUT_RUNNER-TYPE": "gpu"})
+    return code, out.getvalue()
+
+
+def section(text: str, title: str) -> list[str]:
+    lines = text.splitlines()
+    start = lines.index(f"== {title} ==") + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("== ")), len(lines))
+    return [line for line in lines[start:end] if line]
+
+
+class _CoordinatorView:
+    """One coordinator's share of a shared world: its children and its own requests."""
+
+    def __init__(self, sim: Simulated, run: SimulationRun, client: int) -> None:
+        mine = {h.run_id for h in sim.children(run)}
+        self.history = {k: v for k, v in sim.world.history.items() if k in mine}
+        self.ledger = [e for e in sim.world.ledger if e.client == client]
+
+
+def _client_of(sim: Simulated, run: SimulationRun) -> int:
+    """The fake numbers tokens by first request: coordinator n sends first in turn n (run_all)."""
+    return sim.runs.index(run)
+
+
+# -- the catalogue -------------------------------------------------------------------------
+
+
+def test_the_catalogue_covers_the_six_pilot_cases_and_the_extra_scenarios():
+    """Every pilot case of the spec's rollout validation has a scenario, plus the extra ones."""
+    assert {e.pilot for e in CATALOGUE.values() if e.pilot} == PILOT_CASES
+    assert {
+        "cancel-window-expired",
+        "rate-limited-while-queued",
+        "source-moved",
+        "gpu-extended-rewait",
+        "parallel-coordinators",
+    } <= set(CATALOGUE)
+    assert next(iter(CATALOGUE)) == DEFAULT_SCENARIO
+    for entry in CATALOGUE.values():
+        assert entry.description
+        assert all(c.expect is not None for c in entry.coordinators), entry.name
+
+
+def test_the_catalogue_ships_inside_the_package():
+    """The YAML files live in the package directory, which the wheel and the image copy whole."""
+    assert CATALOGUE_DIR.parent.name == "runner_queue_fallback"
+    assert len(list(CATALOGUE_DIR.glob("*.yaml"))) == len(CATALOGUE) >= 11
+
+
+@pytest.fixture(scope="module")
+def catalogue_runs() -> dict[str, Simulated]:
+    """The whole catalogue, run once; its real duration is measured and printed, not asserted."""
+    started = time.perf_counter()
+    runs = {name: simulate_entry(entry) for name, entry in CATALOGUE.items()}
+    wall = time.perf_counter() - started
+    print(f"\ncatalogue: {len(runs)} scenarios in {wall:.2f} s of real time")
+    return runs
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_every_scenario_ends_as_it_states(name: str, catalogue_runs: dict[str, Simulated]):
+    """Exit code, attempts, serving pool, outcomes and log fragments match the file's `expect`."""
+    sim, entry = catalogue_runs[name], CATALOGUE[name]
+    for run, spec in zip(sim.runs, entry.coordinators, strict=True):
+        assert spec.expect is not None
+        assert sim.observed(run).problems(spec.expect) == [], run.log + run.post_log
+    assert sim.world.hook_errors == []
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_every_scenario_keeps_the_invariants(name: str, catalogue_runs: dict[str, Simulated]):
+    """Invariants 1-5 and 7 hold for every coordinator, on its own share of the repository."""
+    sim = catalogue_runs[name]
+    for run in sim.runs:
+        candidates = max(7, len(json.loads(run.outputs.get("attempts-json") or "[]")))
+        world = (
+            sim.world if len(sim.runs) == 1 else _CoordinatorView(sim, run, _client_of(sim, run))
+        )
+        check_invariants(world, run, candidates=candidates)  # type: ignore[arg-type]  # a view
+
+
+def test_parallel_coordinators_share_one_quota_and_take_turns(catalogue_runs):
+    """Two coordinators, two tokens, one ledger; each child names its own parent."""
+    sim = catalogue_runs["parallel-coordinators"]
+    assert {e.client for e in sim.world.ledger if e.path.endswith("/dispatches")} == {0, 1}
+    parents = [r.parent_run_id for r in sim.runs]
+    assert len(set(parents)) == 2
+    first, second = (sim.children(r) for r in sim.runs)
+    assert (
+        first[0].dispatched_at == second[0].dispatched_at == 0.0
+    )  # at once, not one after another
+
+
+def test_the_guard_runs_in_every_child_that_gets_a_runner(catalogue_runs):
+    """The real guard step ran (and passed) wherever a runner started a step."""
+    sim = catalogue_runs[DEFAULT_SCENARIO]
+    started = [h.run_id for h in sim.world.history.values() if h.started_at is not None]
+    assert [g.run_id for g in sim.guards] == started
+    assert all(g.passed for g in sim.guards)
+
+
+def test_a_broken_scenario_file_names_the_file(tmp_path: Path):
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("description: x\nworld: {pools: [{group: g}]}\ninputs: {runner-type: cpu}\n")
+    with pytest.raises(CatalogueError, match=r"broken\.yaml"):
+        load_entry(bad)
+
+
+def test_inputs_in_yaml_may_be_numbers():
+    entry = CatalogueEntry.model_validate(
+        {"name": "n", "description": "d", "world": {}, "inputs": {"queue-timeout-minutes": 10}}
+    )
+    assert entry.coordinators[0].inputs == {"queue-timeout-minutes": "10"}
+
+
+# -- the command ---------------------------------------------------------------------------
+
+
+def test_default_simulation_shows_a_fallback_with_every_section():
+    """No scenario: the default fallback; log stamped with virtual time, summary, outputs, timeline."""
+    code, text = simulate()
+    assert code == 0
+    log = section(text, "Main step log")
+    assert log
+    assert all(STAMPED.match(line) or line.startswith(" ") for line in log)
+    assert any(line.startswith("[00:10:15]") and "Cancel requested" in line for line in log)
+    assert any("notice (Candidate 2)" in line for line in log)
+    assert not any("::" in line.split("] ", 1)[1][:3] for line in log)  # commands are rendered
+    assert "> Candidate 1/3: nv-cpu-general / linux-amd64-cpu16" in text
+    summary = section(text, "Step summary")
+    assert summary[0] == "Runner queue fallback succeeded (nv-cpu-general / linux-amd64-cpu8)"
+    assert any("cancelled before a runner (queue timeout)" in line for line in summary)
+    assert not any("](" in line or "| ---" in line for line in summary)
+    outputs = dict(line.split(": ", 1) for line in section(text, "Outputs"))
+    assert outputs["attempts"] == "2"
+    assert json.loads(outputs["runner"])["labels"] == "linux-amd64-cpu8"
+    timeline = section(text, "Timeline (virtual time)")
+    assert timeline[0].startswith("candidate 1: nv-cpu-general / linux-amd64-cpu16")
+    assert "  [00:10:18] concluded: cancelled (no runner, no step)" in timeline
+    assert any("guard passed, workload started" in line for line in timeline)
+    assert "concluded: success" in timeline[-1]
+    assert section(text, "Child run 9000000002: guard step log")
+    assert "as expected: exit 0, 2 attempts, runner from linux-amd64-cpu8" in text
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_the_token_never_appears_in_the_output(name: str):
+    """Neither the coordinator's nor the worker's token, in text or JSON."""
+    for argv in ((name,), (name, "--json")):
+        code, text = simulate(*argv)
+        assert code == 0, text
+        assert TOKEN not in text
+        assert "ghs_worker_token" not in text
+        assert "add-mask" not in text
+
+
+def test_list_shows_names_descriptions_and_expected_outcomes():
+    code, text = simulate("--list")
+    assert code == 0
+    for name, entry in CATALOGUE.items():
+        assert name in text
+        assert entry.description in text
+        assert f"expected: {entry.expected}" in text
+    assert "(default)" in text
+
+
+def test_json_has_attempts_outputs_and_the_ledger_summary():
+    code, text = simulate("--json")
+    assert code == 0
+    data = json.loads(text)
+    assert data["scenario"] == DEFAULT_SCENARIO
+    [coordinator] = data["coordinators"]
+    assert [a["labels"] for a in coordinator["attempts"]] == [
+        "linux-amd64-cpu16",
+        "linux-amd64-cpu8",
+    ]
+    assert coordinator["outputs"]["attempts"] == "2"
+    assert coordinator["exit-code"] == 0
+    assert coordinator["as-expected"] is True
+    ledger = data["ledger"]
+    assert ledger["sent"] == sum(ledger["by-path"].values())
+    assert 0 < ledger["counted"] < ledger["sent"]
+    assert ledger["not-modified"] > 0
+    assert ledger["by-path"]["POST /actions/workflows/runner-worker.yml/dispatches"] == 2
+    assert "GET /actions/runs/{n}" in ledger["by-path"]
+
+
+def test_busy_h100_for_40_minutes_falls_back_past_it():
+    """GPU standard, 10-minute deadlines: H100 full for 40 minutes is skipped; H200 serves."""
+    common = ("--runner-type", "gpu", "--busy", f"{RTXPRO}=always", "--json")
+    _, busy = simulate(*common, "--busy", f"{H100}=40m")
+    _, brief = simulate(*common, "--busy", f"{H100}=5m")
+    assert json.loads(busy)["coordinators"][0]["served-by"] == "linux-amd64-gpu-h200-latest-1"
+    assert json.loads(brief)["coordinators"][0]["served-by"] == H100
+    assert [
+        a["queue-timeout-minutes"] for a in json.loads(busy)["coordinators"][0]["attempts"]
+    ] == [
+        10,
+        10,
+        10,
+    ]
+
+
+def test_flags_build_one_free_pool_per_candidate():
+    code, text = simulate("--runner-type", "cpu", "--execution-timeout-minutes", "30")
+    assert code == 0
+    pools = section(text, "Pools")
+    assert [p.split(":")[0] for p in pools] == [
+        "nv-cpu-general / linux-amd64-cpu16",
+        "nv-cpu-general / linux-amd64-cpu8",
+        "nv-cpu-general / linux-amd64-cpu32",
+    ]
+    assert all(p.endswith("free") for p in pools)
+    assert "Expected:" not in text
+
+
+def test_workload_flags_change_the_outcome():
+    code, text = simulate(
+        "--runner-type",
+        "cpu",
+        "--workload-outcome",
+        "failure",
+        "--workload-minutes",
+        "20",
+        "--json",
+    )
+    assert code == 0  # the simulation ran; the coordinator's own exit code is in the JSON
+    [coordinator] = json.loads(text)["coordinators"]
+    assert coordinator["exit-code"] == 1
+    assert len(coordinator["attempts"]) == 1
+
+
+def test_overrides_on_a_catalogue_scenario_drop_its_expectation():
+    """--busy on the default scenario: CPU8 busy too, so CPU32 serves; no expectation is checked."""
+    code, text = simulate("--busy", "linux-amd64-cpu8=1h", "--json")
+    assert code == 0
+    [coordinator] = json.loads(text)["coordinators"]
+    assert coordinator["served-by"] == "linux-amd64-cpu32"
+    assert coordinator["as-expected"] is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--runner-type", "tpu"), "input 'runner-type'"),
+        (
+            ("--runner-type", "cpu", "--queue-timeout-minutes", "99"),
+            "input 'queue-timeout-minutes'",
+        ),
+        (("--busy", "linux-amd64-cpu8"), "--busy expects POOL=DURATION"),
+        (("--busy", "linux-amd64-cpu8=soon"), "--busy 'linux-amd64-cpu8=soon'"),
+        (("--busy", "nope=40m"), "--busy 'nope': no pool has these labels"),
+        (("--workload-minutes", "-3"), "--workload-minutes"),
+        (("no-such-scenario",), "unknown scenario 'no-such-scenario'"),
+    ],
+)
+def test_bad_flags_give_one_clear_error_and_exit_2(argv: tuple[str, ...], message: str):
+    code, text = simulate(*argv)
+    assert code == 2
+    assert message in text
+    assert "Traceback" not in text
+    assert "== " not in text  # nothing was simulated
+
+
+def test_argparse_errors_exit_2_without_a_traceback(capsys):
+    code, _ = simulate("--workload-minutes", "ten")
+    assert code == 2
+    assert "--workload-minutes" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("p=40m", 2400.0),
+        ("p=90s", 90.0),
+        ("p=1.5h", 5400.0),
+        ("p=40", 2400.0),
+        ("p=always", float("inf")),
+    ],
+)
+def test_busy_durations(text: str, seconds: float):
+    assert parse_busy(text) == ("p", seconds)
+
+
+def test_scenarios_are_deterministic():
+    """Same scenario, same virtual story (request ids aside)."""
+    first, second = (simulate_entry(CATALOGUE["exhaustion"]) for _ in range(2))
+    assert [(e.time, e.method, e.status) for e in first.world.ledger] == [
+        (e.time, e.method, e.status) for e in second.world.ledger
+    ]
+    assert first.virtual_seconds == second.virtual_seconds
+
+
+def test_demo_script_runs_simulate():
+    demo = (Path(__file__).resolve().parent.parent / "scripts" / "demo").read_text()
+    assert "runner-queue-fallback simulate" in demo
