@@ -108,6 +108,8 @@ class Coordinator:
         self.expected_path = f".github/workflows/{inputs.workflow}"
         self._definition_sha: str | None = None
         self._active: int | None = None
+        #: an attempt whose dispatch POST was sent but whose run id is not known yet
+        self._in_flight: Attempt | None = None
 
     # -- the sequence ---------------------------------------------------------------------
 
@@ -117,10 +119,18 @@ class Coordinator:
             self._sequence()
         except Interrupted as exc:
             self.result.error = SequenceError(str(exc))
-            self._clean_up(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
+            deadline = self.clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
+            self._find_interrupted_dispatch(deadline)
+            self._clean_up(window=max(0.0, deadline - self.clock.monotonic()))
         except RQFError as exc:
             self.result.error = exc
-            self._clean_up(window=timing.CANCEL_WINDOW_SECONDS)
+            try:
+                self._clean_up(window=timing.CANCEL_WINDOW_SECONDS)
+            except Interrupted as signal:
+                # The runner cancelled the step while an error was being cleaned up: start the
+                # cleanup again within the signal's grace, so the result is still published.
+                self.report.log(f"{signal} during the cleanup; cleaning up within the grace")
+                self._clean_up(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
         return self.result
 
     def _sequence(self) -> None:
@@ -198,6 +208,7 @@ class Coordinator:
         }
         self.report.save_state("request-id", attempt.request_id)
         attempt.dispatched_at = self.clock.monotonic()
+        self._in_flight = attempt
         try:
             reply = self.client.dispatch_workflow(
                 self.inputs.workflow, self.inputs.workflow_ref, inputs
@@ -216,7 +227,40 @@ class Coordinator:
     def _set_active(self, attempt: Attempt, run_id: int, url: str) -> None:
         attempt.run_id, attempt.run_url = run_id, url
         self._active = run_id
+        self._in_flight = None
         self.report.save_state("child-run-id", str(run_id))
+
+    def _find_interrupted_dispatch(self, deadline: float) -> None:
+        """A signal came while a dispatch was in flight: find its run by run-name before `deadline`.
+
+        The POST may have created the run; without its id nothing would cancel it.
+        """
+        attempt = self._in_flight
+        if attempt is None:
+            return
+        after = self.clock.now() - timedelta(seconds=_LOOKBACK_SECONDS)
+        while True:
+            try:
+                runs = self.client.find_runs_by_name(
+                    self.inputs.workflow, attempt.request_id, created_after=after, deadline=deadline
+                )
+            except GitHubError as exc:
+                runs = []
+                self.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+            if runs:
+                self._set_active(attempt, runs[0].id, runs[0].html_url)
+                return
+            # The grace is short: wait half of what is left, so one more look and its reply fit.
+            wait = min(timing.STARTUP_POLL_SECONDS, (deadline - self.clock.monotonic()) / 2)
+            if wait < 1.0:
+                break
+            self.clock.sleep(wait)
+        self.report.warning(
+            f"the step was cancelled while child {attempt.request_id} was being dispatched, and "
+            f"no run with run-name {attempt.request_id} appeared within the signal grace; if one "
+            "appears later, cancel it",
+            title="Child run not found",
+        )
 
     def _recover_lost_dispatch(self, attempt: Attempt) -> NoReturn:
         """Find the run by its unique run-name, mark it for cleanup, and stop: never re-dispatch."""
@@ -422,6 +466,12 @@ class Coordinator:
         round_number = 0
         while not observation.finished:
             now = self.clock.monotonic()
+            if now >= deadline and _reported_over(observation):
+                # The run or its job already says completed; the other's report lags behind.
+                # The worker did not outlive the deadline: let the reports settle.
+                observation = self._settle(attempt, observation)
+                if observation.finished:
+                    break
             if now >= deadline:
                 attempt.outcome = "execution timeout"
                 raise SequenceError(
@@ -451,6 +501,22 @@ class Coordinator:
             )
         self.result.success = True
 
+    def _settle(self, attempt: Attempt, observation: Observation) -> Observation:
+        """Poll every 5 s, within one cancellation window, until run and job both say completed."""
+        deadline = self.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
+        while not observation.finished:
+            if self.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
+                break
+            self.report.log(
+                f"Child {attempt.run_id} {observation.describe()}: waiting for the lagging report"
+            )
+            self.clock.sleep(timing.CANCEL_POLL_SECONDS)
+            try:
+                observation = self._observe(attempt, deadline)
+            except (DeadlineExceeded, GitHubError) as exc:
+                self.report.log(f"Completion check failed: {exc}")
+        return observation
+
     # -- cleanup --------------------------------------------------------------------------
 
     def _clean_up(self, window: float) -> None:
@@ -462,6 +528,13 @@ class Coordinator:
         if self.result.cleanup.confirmed:
             self._active = None
         self.report.log(self.result.cleanup.describe())
+
+
+def _reported_over(observation: Observation) -> bool:
+    """The run or its job already reports completed (the other may lag behind)."""
+    return observation.run.status == "completed" or any(
+        job.status == "completed" for job in observation.jobs
+    )
 
 
 def _pool(candidate: Candidate) -> str:

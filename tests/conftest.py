@@ -9,6 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 import requests
+from hypothesis import HealthCheck, settings
+from hypothesis.database import DirectoryBasedExampleDatabase
 
 from runner_queue_fallback.clock import FakeClock
 
@@ -66,3 +68,29 @@ def no_network() -> Iterator[tuple[requests.Session, NoNetworkAdapter]]:
     session.mount("https://", adapter)
     yield session, adapter
     session.close()
+
+
+# Hypothesis profiles for the fuzz tests (tests/test_fuzz_*.py), picked by RQF_FUZZ_PROFILE:
+#   ci       (default) derandomized: the same examples on every run, so a CI failure reproduces
+#            locally with the same command; no example database.
+#   nightly  random, ten times the examples, failures kept in .hypothesis/ (gitignored) and
+#            replayed first on the next run. Print the seed to reproduce: --hypothesis-seed=N.
+settings.register_profile(
+    "ci",
+    max_examples=2000,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "nightly",
+    max_examples=10_000,
+    derandomize=False,
+    database=DirectoryBasedExampleDatabase(".hypothesis/examples"),
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("RQF_FUZZ_PROFILE", "ci"))

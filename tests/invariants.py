@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import itertools
+import json
 import math
+from dataclasses import dataclass, field
 
+from runner_queue_fallback import timing
+from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.inputs import PoolSettings
+from runner_queue_fallback.sim.model import pool_key
+from runner_queue_fallback.sim.reply import LedgerEntry
 from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import TOKEN, SimulationRun
+from runner_queue_fallback.simulation import PARENT_RUN_ID, TOKEN, SimulationRun
 
 
 def dispatch_posts(world: FakeGitHub) -> list[float]:
@@ -43,23 +50,281 @@ def check_invariants(world: FakeGitHub, run: SimulationRun, *, candidates: int) 
     assert len(dispatch_posts(world)) <= candidates
     assert run.outputs.get("attempts", "0") == str(len(dispatch_posts(world)))
     # 5. Every child is confirmed over at exit, or reported unconfirmed by run id.
+    # A run whose dispatch reply was lost and that never showed up by its run-name can only be
+    # named by that run-name: the coordinator never learned its id.
     for kid in kids:
         if kid.completed_at is None:
             text = run.log + run.post_log
-            assert f"NOT confirmed for child run {kid.run_id}" in text, (
-                f"child {kid.run_id} left running"
-            )
+            assert (
+                f"NOT confirmed for child run {kid.run_id}" in text
+                or f"no run with run-name {kid.request_id} appeared" in text
+            ), f"child {kid.run_id} left running"
     # 7. The token never appears in logs, outputs or summaries.
     # The ::add-mask:: command itself is how the runner learns the secret; it is never displayed.
-    text = (
-        run.log
-        + run.post_log
-        + run.summary
-        + "".join(run.outputs.values())
-        + "".join(run.guard_logs)
-    )
+    text = "\n".join([run.log, run.post_log, run.summary, *run.outputs.values(), *run.guard_logs])
     everything = "\n".join(
         line for line in text.splitlines() if not line.startswith("::add-mask::")
     )
     assert TOKEN not in everything
     assert "ghs_worker_token" not in everything
+
+
+# ------------------------------------------------------------------------------ spec bounds
+#
+# The fuzz tests (tests/test_fuzz_coordinator.py) instrument a run and check the bounds of the
+# spec's "Behavior and limits" from what the fake GitHub saw (the ledger, the run history) and
+# from the virtual clock, not from the coordinator's own account of itself.
+
+#: Fault kinds after which the client may retry (401/403 permission failures are final).
+RETRYABLE_FAULTS = frozenset(
+    {
+        "status",
+        "timeout",
+        "connection",
+        "malformed",
+        "primary_rate_limit",
+        "secondary_rate_limit",
+        "lost_reply",
+    }
+)
+RATE_LIMIT_FAULTS = frozenset({"primary_rate_limit", "secondary_rate_limit"})
+#: The waits of the spec: 5 s polls and first backoff, 10 s second backoff, the 15 s first
+#: startup check, 60 s queue/execution polls. Anything else is a poll landing on a deadline or
+#: a rate-limit wait, and is at most 60 s.
+CADENCE = frozenset({5.0, 10.0, 15.0, 60.0})
+RETRY_WAIT_MAX = timing.RATE_LIMIT_WAIT_CAP_SECONDS
+
+
+@dataclass
+class Send:
+    """One HTTP request as the client sent it: its token, URL and the client's attempt number."""
+
+    token: str
+    method: str
+    url: str
+    attempts: int
+    time: float
+    inputs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Observed:
+    """What the instruments of a fuzz run saw besides the ledger."""
+
+    sends: list[Send] = field(default_factory=list)
+    #: (command, start, end) of every cli.main call: coordinate, guard, cleanup
+    commands: list[tuple[str, float, float]] = field(default_factory=list)
+    stack: list[str] = field(default_factory=list)
+    guard_logs: list[str] = field(default_factory=list)
+    interrupted_at: float | None = None
+
+    def span(self, command: str) -> tuple[float, float] | None:
+        """Start and end of the first run of `command`."""
+        return next(((s, e) for c, s, e in self.commands if c == command), None)
+
+    def guard_seconds(self, start: float = 0.0, end: float = math.inf) -> float:
+        """Virtual time spent inside guard steps between `start` and `end`."""
+        return sum(e - s for c, s, e in self.commands if c == "guard" and start <= s <= end)
+
+
+def retryable(entry: LedgerEntry) -> bool:
+    """Whether the client may retry after this reply (a transient failure or a rate limit)."""
+    if entry.fault is not None:
+        return entry.fault in RETRYABLE_FAULTS
+    status = entry.status
+    return status is None or status in {403, 408, 429} or status >= 500
+
+
+def _client_of(world: FakeGitHub, token: str) -> int | None:
+    return world._client(f"Bearer {token}")
+
+
+def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's bounds
+    world: FakeGitHub,
+    run: SimulationRun,
+    clock: FakeClock,
+    observed: Observed,
+    *,
+    settings: PoolSettings,
+    budget_seconds: float,
+    guard: bool,
+    latency: float,
+) -> None:
+    """The spec's limits: retries, waits, cadence, windows, deadlines, the timeout budget."""
+    candidates = settings.candidates
+    kids = children(world)
+    # Never a traceback: an unexpected exception would have escaped cli.main already; a guard
+    # that crashed is recorded by the fake.
+    assert run.exit_code in {0, 1}, run.exit_code
+    assert run.post_exit_code in {0, 1, None}
+    assert world.hook_errors == [], world.hook_errors
+
+    # -- every request went through the client, and its retries are honest -----------------
+    by_client: dict[int | None, list[Send]] = {}
+    for send in observed.sends:
+        by_client.setdefault(_client_of(world, send.token), []).append(send)
+    entries: dict[int | None, list[LedgerEntry]] = {}
+    for entry in world.ledger:
+        entries.setdefault(entry.client, []).append(entry)
+    assert {k: len(v) for k, v in by_client.items()} == {k: len(v) for k, v in entries.items()}
+    for client, sends in by_client.items():
+        pairs = list(zip(sends, entries[client], strict=True))
+        reissued = 0
+        for index, (send, entry) in enumerate(pairs):
+            assert send.method == entry.method
+            assert send.url.split("?")[0].endswith(entry.path)
+            if entry.method == "POST" and entry.path.endswith("/dispatches"):
+                assert send.attempts == 1, "a dispatch POST is never retried"
+            assert send.attempts <= 1 + timing.MAX_RETRIES, f"more than two retries: {send}"
+            if index == 0:
+                assert send.attempts == 1
+                continue
+            previous, before = pairs[index - 1]
+            same = (previous.method, previous.url) == (send.method, send.url)
+            if send.attempts > 1:
+                # A retry repeats the request that just failed, with the next attempt number.
+                assert same, f"retry {send} does not follow its own failed attempt"
+                assert previous.attempts == send.attempts - 1
+                assert retryable(before), f"{send} retried after {before}"
+                reissued = 0
+            elif same and retryable(before):
+                # A new call of a request that just failed comes after a poll interval, or
+                # once as the first read of the cleanup that follows the failed call; more is
+                # a retry beyond the two the spec allows.
+                gap = send.time - previous.time - latency
+                if gap < timing.CANCEL_POLL_SECONDS - 1e-6:
+                    reissued += 1
+                    assert reissued <= 1, (
+                        f"{send.method} {send.url} re-sent {gap:g}s after a failed attempt "
+                        f"({before.fault or before.status}): more than two retries"
+                    )
+            else:
+                reissued = 0
+
+    # -- dispatches: once per candidate, in order, to the candidate's pool -----------------
+    coordinator = by_client.get(_client_of(world, TOKEN), [])
+    dispatches = [
+        s for s in coordinator if s.method == "POST" and s.url.split("?")[0].endswith("/dispatches")
+    ]
+    request_ids = [s.inputs.get("request-id", "") for s in dispatches]
+    assert len(set(request_ids)) == len(request_ids), "two dispatches of one request"
+    for number, send in enumerate(dispatches, start=1):
+        assert request_ids[number - 1].startswith(f"rqf-{PARENT_RUN_ID}-1-{number}-")
+        assert send.inputs["runner"] == candidates[number - 1].runner_json()
+    if dispatches:
+        assert run.outputs["runner"] == dispatches[-1].inputs["runner"]
+    for kid in kids:
+        send = dispatches[request_ids.index(kid.request_id)]
+        assert kid.pool == pool_key(**json.loads(send.inputs["runner"]))
+    assert sum(1 for kid in kids if kid.workload_started_at is not None) <= 1
+    if run.exit_code == 0 and guard:
+        assert kids[-1].guard_passed is True
+    if run.outputs.get("run-id"):
+        assert "View worker job logs here" in run.summary
+
+    # -- waits: at most 60 s each; anything off the cadence is a rate limit or a deadline -----
+    assert all(0 <= s <= RETRY_WAIT_MAX for s in clock.sleeps), clock.sleeps
+    rate_limited = sum(
+        1
+        for e in world.ledger
+        if e.fault in RATE_LIMIT_FAULTS or (e.fault is None and e.status in {403, 429})
+    )
+    odd = [s for s in clock.sleeps if s not in CADENCE]
+    assert len(odd) <= rate_limited + 2 * len(dispatches), (odd, rate_limited)
+
+    # -- the startup window: the first check waits 15 s ------------------------------------
+    lost = {e.seq for e in world.ledger if e.fault == "lost_reply"}
+    run_reads = [
+        e for e in world.ledger if e.method == "GET" and e.client == _client_of(world, TOKEN)
+    ]
+    for kid in kids:
+        reads = [e for e in run_reads if e.path.endswith(f"/actions/runs/{kid.run_id}")]
+        interrupted = observed.interrupted_at is not None and observed.interrupted_at < (
+            kid.dispatched_at + timing.STARTUP_FIRST_CHECK_SECONDS
+        )
+        if reads and not interrupted and not lost:
+            assert reads[0].time >= kid.dispatched_at + timing.STARTUP_FIRST_CHECK_SECONDS - 1e-6
+
+    # -- queue deadlines: never cancelled early, late only by the requests around it ---------
+    main = observed.span("coordinate")
+    assert main is not None
+    failures = [e for e in world.ledger if e.client == _client_of(world, TOKEN) and retryable(e)]
+    # Around a deadline: the poll that saw the state, its source/parent checks, the poll on the
+    # deadline and its checks, the fresh read, the cancel: each request may take `latency`.
+    slack = RETRY_WAIT_MAX * len(failures) + latency * 16 + observed.guard_seconds() + 1e-6
+    cancels = [
+        e
+        for e in world.ledger
+        if e.method == "POST"
+        and e.path.endswith("/cancel")
+        and e.client == _client_of(world, TOKEN)
+    ]
+    outcomes = json.loads(run.outputs.get("attempts-json", "[]"))
+    for entry in outcomes:
+        kid = world.history.get(entry["run-id"]) if entry["run-id"] else None
+        if kid is None or (
+            "queue timeout" not in entry["outcome"] and "race" not in entry["outcome"]
+        ):
+            continue
+        deadline = entry["queue-timeout-minutes"] * 60
+        first_cancel = min(e.time for e in cancels if e.path.endswith(f"/{kid.run_id}/cancel"))
+        assert first_cancel >= kid.job_queued_at + deadline - 1e-6, "cancelled before the deadline"
+        assert entry["queued-seconds"] >= round(deadline, 1) - 0.1
+        assert entry["queued-seconds"] <= deadline + slack + 0.1, entry
+        assert first_cancel <= kid.dispatched_at + timing.STARTUP_WINDOW_SECONDS + deadline + slack
+        # The confirmation reads share one 2-minute window; none is sent after it.
+        later = [k for k in kids if k.dispatched_at > kid.dispatched_at]
+        if later:
+            window_end = first_cancel + timing.CANCEL_WINDOW_SECONDS
+            reads = [
+                e
+                for e in run_reads
+                if f"/actions/runs/{kid.run_id}" in e.path
+                and first_cancel <= e.time <= later[0].dispatched_at
+            ]
+            assert all(e.time <= window_end + 1e-6 for e in reads), "read after the window"
+
+    # -- the execution timeout --------------------------------------------------------------
+    if "did not finish within execution-timeout-minutes" in run.log:
+        kid = kids[-1]
+        assert kid.allocated_at is not None
+        execution = settings.execution_timeout_minutes * 60
+        mine = [e.time for e in cancels if e.path.endswith(f"/{kid.run_id}/cancel")]
+        assert mine, "an execution timeout cancels the child"
+        assert mine[0] >= kid.allocated_at + execution - 1e-6
+        # Evidence is seen at most one poll after the allocation; a run or job that reports
+        # completed at the deadline gets one cancellation window for the other report to settle.
+        settle = timing.CANCEL_WINDOW_SECONDS if "lagging report" in run.log else 0.0
+        bound = kid.allocated_at + execution + timing.QUEUE_POLL_SECONDS + settle + slack
+        assert mine[0] <= bound, (mine[0], bound)
+
+    # -- the parent grace: the first dispatch comes within 2 minutes (plus its requests) ------
+    if dispatches:
+        preflight = [e for e in run_reads if e.time <= dispatches[0].time]
+        bound = timing.PARENT_GRACE_SECONDS + latency * (len(preflight) + 1) + slack
+        assert dispatches[0].time <= bound
+
+    # -- the run ends within the timeout `plan` computes, plus what faults and latency add ----
+    main_requests = [
+        e for e in world.ledger if e.client == _client_of(world, TOKEN) and e.time <= main[1]
+    ]
+    main_failures = [e for e in main_requests if retryable(e)]
+    margin = (
+        RETRY_WAIT_MAX * len(main_failures)
+        + latency * len(main_requests)
+        + observed.guard_seconds(*main)
+        + 1e-6
+    )
+    assert main[1] - main[0] <= budget_seconds + margin, (
+        f"the main step took {main[1] - main[0]:g}s; plan allows {budget_seconds:g}s "
+        f"+ {margin:g}s of retry waits, latency and guard time"
+    )
+    post = observed.span("cleanup")
+    if post is not None:
+        post_requests = [e for e in world.ledger if post[0] <= e.time <= post[1]]
+        post_margin = (
+            RETRY_WAIT_MAX * sum(1 for e in post_requests if retryable(e))
+            + latency * len(post_requests)
+            + 1e-6
+        )
+        assert post[1] - post[0] <= timing.CANCEL_WINDOW_SECONDS + post_margin

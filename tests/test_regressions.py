@@ -1,0 +1,133 @@
+"""Named regression scenarios: one for every bug the fuzz tests found, replayed exactly.
+
+Each scenario is a `Case` of tests/test_fuzz_coordinator.py run through the same harness and the
+same checks (every invariant of DESIGN.md and every spec bound), plus the assertion that pins
+the bug. The docstring says what went wrong before the fix.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from runner_queue_fallback.inputs import InputErrors, read_coordinator_inputs
+from runner_queue_fallback.sim.model import Timings, Workload
+from tests.invariants import children, dispatch_posts
+from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
+from tests.test_fuzz_inputs import PROFILES, VALID, InputSet, run_cli
+
+FULL = ((0.0, 10.0**9),)
+
+
+def test_signal_during_the_cleanup_of_an_error_still_publishes_the_result():
+    """SIGTERM arrived while the coordinator cleaned up after an error (the source moved).
+
+    Before: `Interrupted` escaped `Coordinator.run` from inside the error's cleanup, so the
+    coordinate step ended with a traceback, no outputs, no summary and no error annotation.
+    Fix: the cleanup restarts within the signal grace and the result is published.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "5"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16", busy=FULL),),
+        timings=Timings(cancel_delay=30.0),
+        move_source_at=100.0,
+        interrupt_at=150.0,
+        guard=False,
+    )
+    outcome = execute(case)
+    run = outcome.run
+    assert outcome.observed.interrupted_at is not None
+    assert run.exit_code == 1
+    assert "moved" in run.log
+    assert "SIGTERM: the workflow run is being cancelled during the cleanup" in run.log
+    assert run.outputs["attempts"] == "1"
+    assert "::error" in run.log
+    [kid] = children(outcome.world)
+    assert kid.conclusion == "cancelled"
+
+
+def test_worker_done_at_the_execution_deadline_with_a_lagging_job_report_is_not_a_timeout():
+    """The workload ended before the execution deadline, but the job's report lagged 10 s.
+
+    Before: the poll on the deadline saw the run completed/success and the job still
+    in progress, declared "did not finish within execution-timeout-minutes; it is cancelled",
+    and failed, although nothing was cancelled and the worker had succeeded in time.
+    Fix: when the run or the job already says completed at the deadline, the coordinator
+    lets the other report settle (5 s polls, one cancellation window) before judging.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "1", "execution-timeout-minutes": "2"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+        timings=Timings(visibility_delay=0.0, job_completion_lag=10.0, latency=0.25),
+        workload=Workload(outcome="success", duration=120.0),
+    )
+    outcome = execute(case)
+    run = outcome.run
+    assert run.exit_code == 0, run.log
+    assert "did not finish within execution-timeout-minutes" not in run.log
+    [kid] = children(outcome.world)
+    assert kid.conclusion == "success"
+    assert len(dispatch_posts(outcome.world)) == 1
+
+
+def test_signal_while_the_dispatch_is_in_flight_finds_and_cancels_the_child():
+    """SIGTERM arrived while the dispatch POST was in flight (1 s of latency on every reply).
+
+    Before: the POST had created the run, but the coordinator never learned its id: no cleanup,
+    no state for the post step ("No child run was dispatched"), and the child was left queued
+    without a word. Fix: the signal handler looks for the run by its unique run-name within the
+    signal grace, cancels it, and hands its id to the post step; if the run cannot be found it
+    says so by run-name.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "1.5", "execution-timeout-minutes": "1"}),
+        timings=Timings(latency=1.0),
+        interrupt_at=4.3,
+        guard=False,
+    )
+    outcome = execute(case)
+    run = outcome.run
+    assert outcome.observed.interrupted_at is not None
+    [kid] = children(outcome.world)
+    assert run.state["child-run-id"] == str(kid.run_id)
+    assert f"cleanup confirmed: child run {kid.run_id}" in run.log + run.post_log
+    assert kid.conclusion == "cancelled"
+
+
+# -- input crashes found by tests/test_fuzz_inputs.py --------------------------------------
+# In inputs.py / overrides.py, which this work does not own: reported, pinned here as strict
+# xfails. When they are fixed these pass and fail as XPASS: drop the marker here and the
+# `known_input_bug` filter in test_fuzz_inputs.py.
+
+DEEP = "[" * 100_000 + "]" * 100_000
+HUGE = "1" * 5000
+INPUT_CRASHES = [
+    pytest.param("runners", DEEP, id="runners-nested-100000-deep"),
+    pytest.param(
+        "runners",
+        f'[{{"group": "nv-cpu-general", "labels": "linux-amd64-cpu16", '
+        f'"queue-timeout-minutes": {HUGE}}}]',
+        id="runners-deadline-with-5000-digits",
+    ),
+    pytest.param("workload", DEEP, id="workload-nested-100000-deep"),
+    pytest.param("workload", f'{{"shard": {HUGE}}}', id="workload-number-with-5000-digits"),
+    pytest.param("execution-timeout-minutes", "\u00b2", id="execution-timeout-superscript-two"),
+    pytest.param("execution-timeout-minutes", HUGE, id="execution-timeout-5000-digits"),
+]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=(RecursionError, ValueError),
+    reason="inputs.py: json.loads raises RecursionError/ValueError (not JSONDecodeError) and "
+    "str.isdigit() accepts digits int() refuses; a traceback instead of an input error",
+)
+@pytest.mark.parametrize(("name", "value"), INPUT_CRASHES)
+def test_known_input_crash_becomes_an_input_error(name: str, value: str):
+    """Before: a traceback from the coordinate step. Expected: exit 2 naming the input."""
+    values = InputSet({**VALID, "runner-type": "cpu", name: value}, frozenset({name}), via_cli=True)
+    with pytest.raises(InputErrors) as caught:
+        read_coordinator_inputs(values.environ(), PROFILES)
+    assert [error.name for error in caught.value.errors] == [name]
+    run = run_cli(values)
+    assert run.code == 2
+    assert run.sent == []
