@@ -7,7 +7,6 @@ spelled in action.yml, shows what was given (never the token) and what is allowe
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Mapping
@@ -17,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.errors import InputError, RQFError
-from runner_queue_fallback.overrides import resolve_runners
+from runner_queue_fallback.overrides import parse_json, resolve_runners
 from runner_queue_fallback.profiles import Candidate, Profile
 
 __all__ = [
@@ -200,21 +199,30 @@ def _minutes(name: str, raw: str) -> float:
     return value
 
 
+def _whole(raw: str, max_digits: int) -> int | None:
+    """A plain ASCII whole number (`str.isdigit` alone also accepts digits like '²'), else None."""
+    if raw.isascii() and raw.isdigit() and len(raw) <= max_digits:
+        return int(raw)
+    return None
+
+
 def _execution_minutes(name: str, raw: str) -> int:
-    if not raw.isdigit() or not (1 <= int(raw) <= timing.EXECUTION_MINUTES_MAX):
+    value = _whole(raw, 6)
+    if value is None or not (1 <= value <= timing.EXECUTION_MINUTES_MAX):
         raise InputError(
             name,
             "must be a whole number of minutes",
             given=raw,
             allowed=f"1 to {timing.EXECUTION_MINUTES_MAX}",
         )
-    return int(raw)
+    return value
 
 
 def _positive_int(name: str, raw: str) -> int:
-    if not raw.isdigit() or int(raw) < 1 or len(raw) > 19:
+    value = _whole(raw, 19)
+    if value is None or value < 1:
         raise InputError(name, "must be a positive whole number", given=raw, allowed="1, 2, 3, ...")
-    return int(raw)
+    return value
 
 
 def _sha(name: str, raw: str) -> str:
@@ -260,18 +268,13 @@ def _workflow_ref(name: str, raw: str) -> str:
 
 
 def _workload(name: str, raw: str) -> str:
-    try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            name, f"is not valid JSON ({exc.msg})", given=raw, allowed="a JSON object"
-        ) from exc
     if len(raw) > _WORKLOAD_MAX_CHARS:
         raise InputError(
             name,
             f"is {len(raw)} characters long; GitHub refuses dispatch inputs over 65,535 characters",
             allowed=f"a JSON object of at most {_WORKLOAD_MAX_CHARS} characters (pass references, not data)",
         )
+    value = parse_json(name, raw, "a JSON object")
     if not isinstance(value, dict):
         raise InputError(
             name, "must be a JSON object", given=raw, allowed='a JSON object such as {"shard": 1}'
@@ -402,8 +405,14 @@ def read_run_context(environ: Mapping[str, str]) -> RunContext:
     repository = need(
         "GITHUB_REPOSITORY", lambda v: bool(re.match(r"^[\w.-]+/[\w.-]+$", v)), "owner/name"
     )
-    run_id = need("GITHUB_RUN_ID", str.isdigit, "a run id (set by the runner)")
-    attempt = need("GITHUB_RUN_ATTEMPT", str.isdigit, "a run attempt (set by the runner)")
+    run_id = need(
+        "GITHUB_RUN_ID", lambda v: _whole(v, 19) is not None, "a run id (set by the runner)"
+    )
+    attempt = need(
+        "GITHUB_RUN_ATTEMPT",
+        lambda v: _whole(v, 9) is not None,
+        "a run attempt (set by the runner)",
+    )
     if errors:
         raise InputErrors(errors)
     return RunContext(

@@ -13,21 +13,30 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.errors import InputError
 from runner_queue_fallback.profiles import MEMORY_GROUP, Candidate, LabelInfo, Profile, parse_label
 
-__all__ = ["resolve_runners"]
+__all__ = ["parse_json", "resolve_runners"]
 
 _CANDIDATE_KEYS = {"group", "labels", "queue-timeout-minutes"}
+
+
+def parse_json(name: str, raw: str, allowed: str) -> object:
+    """Parse an input's JSON; anything json refuses (even by nesting or size) is an input error."""
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        problem = f"is not valid JSON ({exc.msg})"
+    except (
+        ValueError,
+        RecursionError,
+    ):  # a 4300+ digit number, or nesting deeper than Python's stack
+        problem = "is JSON too deeply nested or with a number too long to read"
+    raise InputError(name, problem, given=raw, allowed=allowed)
 
 
 def resolve_runners(
     raw: str, profile: Profile, policy: str, minutes: float | None
 ) -> tuple[Candidate, ...]:
     """Resolve an explicit `runners` list: it replaces the defaults entirely, or fails."""
-    try:
-        items = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            "runners", f"is not valid JSON ({exc.msg})", given=raw, allowed=_RUNNERS_SHAPE
-        ) from exc
+    items = parse_json("runners", raw, _RUNNERS_SHAPE)
     if not isinstance(items, list) or not 1 <= len(items) <= timing.MAX_CANDIDATES:
         raise InputError(
             "runners",

@@ -20,7 +20,7 @@ from typing import Any
 
 import requests
 import yaml
-from hypothesis import event, given, note, reject
+from hypothesis import event, given, note
 from hypothesis import strategies as st
 
 from runner_queue_fallback import cli, timing
@@ -443,37 +443,9 @@ def check_cli_accepted(run: CliRun) -> None:
 # ---------------------------------------------------------------------------------- tests
 
 
-def known_input_bug(values: InputSet) -> str | None:
-    """Crashes the fuzzer found in inputs.py, which this work does not own.
-
-    They are pinned as strict xfails in test_regressions.py (`test_known_input_crash_*`); when
-    inputs.py is fixed those start passing and fail as XPASS: then delete this filter too.
-    """
-    for name in ("runners", "workload"):
-        raw = values.values.get(name, "").strip()
-        if raw:
-            try:
-                json.loads(raw)
-            except json.JSONDecodeError:
-                pass
-            except (RecursionError, ValueError) as exc:  # deep nesting, a 4300+ digit number
-                return f"{name}: json.loads raised {type(exc).__name__}"
-    raw = values.values.get("execution-timeout-minutes", "").strip()
-    if raw.isdigit():
-        try:
-            int(raw)
-        except ValueError:  # a non-ASCII digit such as "²", or 4300+ digits
-            return "execution-timeout-minutes: str.isdigit() but not int()"
-    return None
-
-
 @given(input_sets())
 def test_fuzz_inputs_resolve_or_fail_naming_the_input_before_any_request(values: InputSet):
     note(repr(values)[:2000])
-    known = known_input_bug(values)
-    if known is not None:
-        event(f"known inputs.py crash: {known}")
-        reject()
     try:
         inputs = read_coordinator_inputs(values.environ(), PROFILES)
     except InputErrors as exc:

@@ -94,9 +94,9 @@ def test_signal_while_the_dispatch_is_in_flight_finds_and_cancels_the_child():
 
 
 # -- input crashes found by tests/test_fuzz_inputs.py --------------------------------------
-# In inputs.py / overrides.py, which this work does not own: reported, pinned here as strict
-# xfails. When they are fixed these pass and fail as XPASS: drop the marker here and the
-# `known_input_bug` filter in test_fuzz_inputs.py.
+# json.loads raised RecursionError/ValueError (not JSONDecodeError) on deep nesting and 4300+
+# digit numbers, and str.isdigit() accepted digits int() refuses: a traceback instead of an
+# input error. Fixed in inputs.py/overrides.py (parse_json, _whole).
 
 DEEP = "[" * 100_000 + "]" * 100_000
 HUGE = "1" * 5000
@@ -115,12 +115,6 @@ INPUT_CRASHES = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(RecursionError, ValueError),
-    reason="inputs.py: json.loads raises RecursionError/ValueError (not JSONDecodeError) and "
-    "str.isdigit() accepts digits int() refuses; a traceback instead of an input error",
-)
 @pytest.mark.parametrize(("name", "value"), INPUT_CRASHES)
 def test_known_input_crash_becomes_an_input_error(name: str, value: str):
     """Before: a traceback from the coordinate step. Expected: exit 2 naming the input."""
