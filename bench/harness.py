@@ -1,0 +1,459 @@
+"""Run coordinators (ours or the baseline) in one simulated repository and read what GitHub saw.
+
+Every figure comes from the fake GitHub's request ledger and run history, never from the
+coordinators' own logs or counters: the same source for ours and for the baseline.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeVar
+
+from bench.baseline import OriginalCoordinator
+from runner_queue_fallback.coordinator import Coordinator
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.inputs import env_name, read_coordinator_inputs, read_run_context
+from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.sim import (
+    FakeGitHub,
+    LedgerEntry,
+    Reply,
+    RunHistory,
+    Timings,
+    VirtualClock,
+)
+from runner_queue_fallback.sim.model import Workload
+from runner_queue_fallback.sim.world import QUOTA_WINDOW
+from runner_queue_fallback.simulation import PARENT_RUN_ID, SOURCE_REF
+
+__all__ = [
+    "FOREVER",
+    "QUOTA_WINDOW",
+    "VARIANTS",
+    "ChildTimeline",
+    "CoordinatorRecord",
+    "CoordinatorSpec",
+    "PoolSpec",
+    "Trial",
+    "Variant",
+    "simulate",
+]
+
+Variant = Literal["ours", "ours-no-etag", "baseline"]
+#: (a) ours with conditional requests, (b) ours without, (c) the original's polling policy.
+VARIANTS: tuple[Variant, ...] = ("ours", "ours-no-etag", "baseline")
+FOREVER = math.inf
+_FAR = 10.0**9  # "busy forever" as a finite interval end for the fake's pools
+_T = TypeVar("_T")
+RATE_LIMIT_STATUSES = frozenset({403, 429})  # no faults are injected: every 403/429 is a limit
+
+
+@dataclass(frozen=True)
+class PoolSpec:
+    """One candidate pool of a coordinator: its queue timeout and how its runners behave."""
+
+    labels: str  # e.g. linux-amd64-cpu16
+    queue_minutes: float
+    busy_for: float = 0.0  # seconds after the coordinator starts with no free runner (inf: never)
+    workload_seconds: float = 60.0  # how long the worker runs once it starts
+
+
+@dataclass(frozen=True)
+class CoordinatorSpec:
+    """One coordinator of a trial: its role in the mix, its candidates, when it starts."""
+
+    role: str
+    pools: tuple[PoolSpec, ...]
+    start: float = 0.0  # virtual seconds
+    execution_minutes: int = 90
+    lane: int | None = None  # coordinators of one lane run one after another in one thread
+
+
+@dataclass
+class ChildTimeline:
+    """One dispatched child, read from the ledger and history: ledger `seq` and virtual times."""
+
+    run_id: int
+    base_path: str  # /repos/{owner}/{repo}/actions/runs/{run_id}
+    queue_minutes: float
+    dispatched_at: float
+    allocated: bool
+    dispatch_seq: int | None = None  # the dispatch POST that created it
+    completed_at: float | None = None  # when it really ended (None: never, in the simulation)
+    first_seen: LedgerEntry | None = None  # first jobs read after the job was listed
+    queued_seen: bool = False  # that first look saw it waiting for a runner
+    cancel: LedgerEntry | None = None  # the cancel POST
+    confirmed: LedgerEntry | None = None  # first jobs read after the cancel landed
+    allocation_seen: LedgerEntry | None = None  # first jobs read after a runner was assigned
+    last: LedgerEntry | None = None  # last request about this child
+
+    @property
+    def deadline(self) -> float | None:
+        """First seen queued + the candidate's queue timeout."""
+        if self.first_seen is None or not self.queued_seen:
+            return None
+        return self.first_seen.time + self.queue_minutes * 60
+
+    @property
+    def cancel_lateness(self) -> float | None:
+        """Seconds from the queue deadline to the cancel POST (a queue timeout only)."""
+        if self.cancel is None or self.deadline is None or self.allocated:
+            return None
+        return self.cancel.time - self.deadline
+
+    @property
+    def queue_end(self) -> LedgerEntry | None:
+        """Where the queued phase ends: the cancel, or the poll that saw a runner."""
+        if not self.queued_seen:
+            return None
+        return self.cancel or self.allocation_seen
+
+
+@dataclass
+class CoordinatorRecord:
+    """What one coordinator did, as GitHub saw it."""
+
+    index: int
+    parent_run_id: int
+    role: str
+    variant: Variant
+    started_at: float
+    ended_at: float
+    success: bool
+    error: str | None
+    error_type: str | None
+    cleanup_confirmed: bool | None
+    retries: int
+    client_stats: dict[str, int]
+    entries: list[LedgerEntry] = field(default_factory=list)
+    children: list[ChildTimeline] = field(default_factory=list)
+
+    @property
+    def sent(self) -> int:
+        """Requests the fake received from this coordinator."""
+        return len(self.entries)
+
+    @property
+    def counted(self) -> int:
+        """Requests that counted against the primary rate limit."""
+        return sum(1 for e in self.entries if e.counted)
+
+    @property
+    def not_modified(self) -> int:
+        """304 replies (free)."""
+        return sum(1 for e in self.entries if e.status == 304)
+
+    @property
+    def rate_limited(self) -> int:
+        """Replies that were a rate limit (not counted by GitHub)."""
+        return sum(1 for e in self.entries if e.status in RATE_LIMIT_STATUSES and not e.counted)
+
+    @property
+    def orphans(self) -> int:
+        """Children still queued or running after this coordinator had ended."""
+        return sum(
+            1 for c in self.children if c.completed_at is None or c.completed_at > self.ended_at
+        )
+
+    @property
+    def duration(self) -> float:
+        """Virtual seconds from its start to its end."""
+        return self.ended_at - self.started_at
+
+
+class TimedFakeGitHub(FakeGitHub):
+    """The fake GitHub, keeping the CPU time its own code takes (to tell it from ours)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """As FakeGitHub; `fake_cpu` starts at 0."""
+        self.fake_cpu = 0.0
+        self._inside = threading.local()
+        super().__init__(*args, **kwargs)
+
+    def handle(
+        self, method: str, path_and_query: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> Reply:
+        """Serve a request, timing it on this thread's CPU clock."""
+        return self._timed(
+            lambda: super(TimedFakeGitHub, self).handle(method, path_and_query, headers, body)
+        )
+
+    def catch_up(self) -> None:
+        """Move the model on, timing it."""
+        self._timed(super().catch_up)
+
+    def _timed(self, work: Callable[[], _T]) -> _T:
+        if getattr(self._inside, "depth", 0):
+            return work()
+        self._inside.depth = 1
+        start = time.thread_time()
+        try:
+            return work()
+        finally:
+            self.fake_cpu += time.thread_time() - start
+            self._inside.depth = 0
+
+
+@dataclass
+class Trial:
+    """One simulation: a world, its coordinators, what the fake saw, and the CPU it took."""
+
+    variant: Variant
+    quota: int
+    latency: float
+    records: list[CoordinatorRecord]
+    ledger: list[LedgerEntry]
+    history: list[RunHistory]
+    cpu_seconds: float  # the whole process: coordinators, client, transport and the fake
+    fake_cpu_seconds: float  # of which the fake GitHub's own request handling and scheduling
+    virtual_seconds: float
+
+    @property
+    def rate_limited(self) -> int:
+        """Rate-limit replies over the whole trial."""
+        return sum(r.rate_limited for r in self.records)
+
+    @property
+    def leaked_children(self) -> int:
+        """Children still not completed when every coordinator had ended."""
+        return sum(1 for h in self.history if h.completed_at is None)
+
+    @property
+    def coordinator_hours(self) -> float:
+        """Sum of the coordinators' durations, in hours."""
+        return sum(r.duration for r in self.records) / 3600
+
+
+def simulate(
+    variant: Variant,
+    specs: Sequence[CoordinatorSpec],
+    *,
+    quota: int = 1000,
+    latency: float = 0.25,
+) -> Trial:
+    """Run every spec's coordinator at once on one virtual clock in one repository."""
+    clock = VirtualClock()
+    world = TimedFakeGitHub(
+        clock, quota=quota, timings=Timings(latency=latency, timeout_minutes=1e5)
+    )
+    world.add_workflow("runner-worker.yml", "main")
+    sha = world.add_ref(SOURCE_REF.removeprefix("refs/"))
+    profiles = load_profiles()
+    ends: list[float] = [0.0] * len(specs)
+    starts: list[float] = [spec.start for spec in specs]
+    outcomes: list[tuple[Any, GitHubClient] | None] = [None] * len(specs)
+    lanes: dict[object, list[tuple[float, int, Callable[[], Any], GitHubClient]]] = {}
+    for index, spec in enumerate(specs):
+        parent = PARENT_RUN_ID + index
+        world.add_parent_run(parent)
+        group = f"bench-{index:03d}"
+        for pool in spec.pools:
+            busy = [] if pool.busy_for <= 0 else [(0.0, min(_FAR, spec.start + pool.busy_for))]
+            world.add_pool(
+                group,
+                pool.labels,
+                runners=1,
+                busy=busy,
+                workload=Workload(duration=pool.workload_seconds),
+            )
+        token = f"ghs_bench_{variant.replace('-', '_')}_{index:04d}"
+        environ = _environ(world, spec, group=group, parent=parent, sha=sha, token=token)
+        inputs = read_coordinator_inputs(environ, profiles)
+        ctx = read_run_context(environ)
+        client = GitHubClient(
+            world.session(),
+            ctx.api_url,
+            ctx.repository,
+            token,
+            clock,
+            conditional=variant == "ours",
+        )
+        runner: Callable[[], Any]
+        if variant == "baseline":
+            runner = OriginalCoordinator(inputs, ctx, client, clock).run
+        else:
+            runner = Coordinator(inputs, ctx, client, clock, Reporter(io.StringIO())).run
+        key = ("lane", spec.lane) if spec.lane is not None else ("own", index)
+        lanes.setdefault(key, []).append((spec.start, index, runner, client))
+    participants = [
+        _lane(clock, sorted(jobs), outcomes=outcomes, starts=starts, ends=ends)
+        for jobs in lanes.values()
+    ]
+    cpu = time.process_time()
+    clock.run_all(participants)
+    cpu = time.process_time() - cpu
+    by_client: dict[int | None, list[LedgerEntry]] = {}
+    first_client: dict[str, int | None] = {}  # path -> the client that asked for it first
+    for entry in world.ledger:
+        by_client.setdefault(entry.client, []).append(entry)
+        first_client.setdefault(entry.path, entry.client)
+    records = []
+    for index, (spec, outcome) in enumerate(zip(specs, outcomes, strict=True)):
+        parent_path = f"/repos/{world.repository}/actions/runs/{PARENT_RUN_ID + index}"
+        assert outcome is not None  # every lane runs all of its coordinators
+        records.append(
+            _record(
+                index,
+                spec,
+                variant=variant,
+                world=world,
+                outcome=outcome,
+                entries=by_client[first_client[parent_path]],
+                started_at=starts[index],
+                ended_at=ends[index],
+            )
+        )
+    return Trial(
+        variant=variant,
+        quota=quota,
+        latency=latency,
+        records=records,
+        ledger=list(world.ledger),
+        history=list(world.history.values()),
+        cpu_seconds=cpu,
+        fake_cpu_seconds=world.fake_cpu,
+        virtual_seconds=clock.monotonic(),
+    )
+
+
+def _environ(
+    world: FakeGitHub, spec: CoordinatorSpec, *, group: str, parent: int, sha: str, token: str
+) -> dict[str, str]:
+    runners = [
+        {"group": group, "labels": p.labels, "queue-timeout-minutes": p.queue_minutes}
+        for p in spec.pools
+    ]
+    inputs = {
+        "workflow": "runner-worker.yml",
+        "workflow-ref": "main",
+        "source-ref": SOURCE_REF,
+        "source-sha": sha,
+        "runner-type": "cpu",
+        "execution-timeout-minutes": str(spec.execution_minutes),
+        "token": token,
+        "runners": json.dumps(runners),
+    }
+    environ = {env_name(name): value for name, value in inputs.items()}
+    environ.update(
+        {
+            "GITHUB_REPOSITORY": world.repository,
+            "GITHUB_RUN_ID": str(parent),
+            "GITHUB_RUN_ATTEMPT": "1",
+            "GITHUB_API_URL": world.api_url,
+            "GITHUB_SERVER_URL": world.server_url,
+        }
+    )
+    return environ
+
+
+def _lane(
+    clock: VirtualClock,
+    jobs: Sequence[tuple[float, int, Callable[[], Any], GitHubClient]],
+    *,
+    outcomes: list[tuple[Any, GitHubClient] | None],
+    starts: list[float],
+    ends: list[float],
+) -> Callable[[], None]:
+    """One participant: its coordinators in start order, each waiting for its start time."""
+
+    def body() -> None:
+        for start, index, runner, client in jobs:
+            if start > clock.monotonic():
+                clock.sleep(start - clock.monotonic())
+            starts[index] = clock.monotonic()  # later than planned if the lane ran late
+            try:
+                outcomes[index] = (runner(), client)
+            finally:
+                ends[index] = clock.monotonic()
+
+    return body
+
+
+def _record(
+    index: int,
+    spec: CoordinatorSpec,
+    *,
+    variant: Variant,
+    world: FakeGitHub,
+    outcome: tuple[Any, GitHubClient],
+    entries: list[LedgerEntry],
+    started_at: float,
+    ended_at: float,
+) -> CoordinatorRecord:
+    result, client = outcome
+    parent = PARENT_RUN_ID + index
+    cleanup = getattr(result, "cleanup", None)
+    error = result.error
+    stats = client.stats
+    record = CoordinatorRecord(
+        index=index,
+        parent_run_id=parent,
+        role=spec.role,
+        variant=variant,
+        started_at=started_at,
+        ended_at=ended_at,
+        success=bool(result.success),
+        error=None if error is None else str(error),
+        error_type=None if error is None else type(error).__name__,
+        cleanup_confirmed=None if cleanup is None else bool(cleanup.confirmed),
+        retries=stats.retries,
+        client_stats={
+            "sent": stats.sent,
+            "not_modified": stats.not_modified,
+            "counted": stats.counted,
+            "retries": stats.retries,
+        },
+        entries=entries,
+    )
+    minutes = {p.labels: p.queue_minutes for p in spec.pools}
+    prefix = f"rqf-{parent}-1-"
+    kids = sorted(
+        (h for h in world.history.values() if h.request_id.startswith(prefix)),
+        key=lambda h: h.dispatched_at,
+    )
+    record.children = [_timeline(h, entries, minutes, world.repository) for h in kids]
+    dispatches = [e for e in entries if e.method == "POST" and e.path.endswith("/dispatches")]
+    for child, post in zip(record.children, dispatches, strict=False):
+        child.dispatch_seq = post.seq
+    return record
+
+
+def _timeline(
+    history: RunHistory, entries: list[LedgerEntry], minutes: dict[str, float], repository: str
+) -> ChildTimeline:
+    labels = history.pool[1][0] if history.pool and history.pool[1] else ""
+    base = f"/repos/{repository}/actions/runs/{history.run_id}"
+    child = ChildTimeline(
+        run_id=history.run_id,
+        base_path=base,
+        queue_minutes=minutes.get(labels, math.nan),
+        dispatched_at=history.dispatched_at,
+        allocated=history.allocated_at is not None,
+        completed_at=history.completed_at,
+    )
+    jobs_path = f"{base}/attempts/1/jobs"
+    jobs_reads = [e for e in entries if e.path == jobs_path and e.status in {200, 304}]
+    about = [e for e in entries if e.path == base or e.path.startswith(base + "/")]
+    child.last = about[-1] if about else None
+    child.first_seen = next((e for e in jobs_reads if e.time >= history.job_queued_at), None)
+    allocated_at = history.allocated_at
+    if child.first_seen is not None:
+        child.queued_seen = allocated_at is None or child.first_seen.time < allocated_at
+    if allocated_at is not None:
+        child.allocation_seen = next((e for e in jobs_reads if e.time >= allocated_at), None)
+    child.cancel = next(
+        (e for e in entries if e.method == "POST" and e.path == f"{base}/cancel"), None
+    )
+    if child.cancel is not None and history.completed_at is not None:
+        landed = max(history.completed_at, child.cancel.time)
+        child.confirmed = next(
+            (e for e in jobs_reads if e.seq > child.cancel.seq and e.time >= landed), None
+        )
+    return child
