@@ -42,6 +42,9 @@ __all__ = ["Attempt", "Coordinator", "Result"]
 
 #: How far back to look for a run whose dispatch reply was lost (clock skew margin).
 _LOOKBACK_SECONDS = 300
+#: Below this many remaining requests a dispatch comes with a warning (not in the spec: a child
+#: costs about 10 counted requests to start, cancel and confirm).
+_LOW_QUOTA = 50
 
 
 @dataclass
@@ -206,6 +209,7 @@ class Coordinator:
             "runner": attempt.candidate.runner_json(),
             "workload": self.inputs.workload,
         }
+        self._warn_if_quota_low()
         self.report.save_state("request-id", attempt.request_id)
         attempt.dispatched_at = self.clock.monotonic()
         self._in_flight = attempt
@@ -224,6 +228,21 @@ class Coordinator:
             title=f"Candidate {attempt.number}",
         )
 
+    def _warn_if_quota_low(self) -> None:
+        """Say so before dispatching when the repository's API quota is nearly spent.
+
+        Watching and cancelling a child costs requests; past the limit the spec's two capped
+        retries cannot wait for an hourly reset, so a child could be left without cleanup.
+        """
+        remaining = self.client.stats.rate_remaining
+        if remaining is not None and remaining < _LOW_QUOTA:
+            self.report.warning(
+                f"only {remaining} API requests are left in this repository's hourly quota; if it "
+                "runs out, children may be left uncancelled. Run fewer coordinators at once "
+                "(strategy.max-parallel)",
+                title="API quota nearly spent",
+            )
+
     def _set_active(self, attempt: Attempt, run_id: int, url: str) -> None:
         attempt.run_id, attempt.run_url = run_id, url
         self._active = run_id
@@ -238,17 +257,8 @@ class Coordinator:
         attempt = self._in_flight
         if attempt is None:
             return
-        after = self.clock.now() - timedelta(seconds=_LOOKBACK_SECONDS)
         while True:
-            try:
-                runs = self.client.find_runs_by_name(
-                    self.inputs.workflow, attempt.request_id, created_after=after, deadline=deadline
-                )
-            except GitHubError as exc:
-                runs = []
-                self.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
-            if runs:
-                self._set_active(attempt, runs[0].id, runs[0].html_url)
+            if self._look_up_run_name(attempt, deadline):
                 return
             # The grace is short: wait half of what is left, so one more look and its reply fit.
             wait = min(timing.STARTUP_POLL_SECONDS, (deadline - self.clock.monotonic()) / 2)
@@ -262,24 +272,29 @@ class Coordinator:
             title="Child run not found",
         )
 
+    def _look_up_run_name(self, attempt: Attempt, deadline: float) -> bool:
+        """One search for the attempt's run by its unique run-name; found runs become active."""
+        after = self.clock.now() - timedelta(seconds=_LOOKBACK_SECONDS)
+        try:
+            runs = self.client.find_runs_by_name(
+                self.inputs.workflow, attempt.request_id, created_after=after, deadline=deadline
+            )
+        except GitHubError as exc:
+            self.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+            return False
+        if runs:
+            self._set_active(attempt, runs[0].id, runs[0].html_url)
+        return bool(runs)
+
     def _recover_lost_dispatch(self, attempt: Attempt) -> NoReturn:
         """Find the run by its unique run-name, mark it for cleanup, and stop: never re-dispatch."""
         assert attempt.dispatched_at is not None  # noqa: S101  # set just before dispatch
         deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
-        after = self.clock.now() - timedelta(seconds=_LOOKBACK_SECONDS)
         while self.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= deadline:
             self.clock.sleep(timing.STARTUP_POLL_SECONDS)
-            try:
-                runs = self.client.find_runs_by_name(
-                    self.inputs.workflow, attempt.request_id, created_after=after, deadline=deadline
-                )
-            except GitHubError as exc:
-                self.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
-                continue
-            if runs:
-                self._set_active(attempt, runs[0].id, runs[0].html_url)
+            if self._look_up_run_name(attempt, deadline):
                 raise SequenceError(
-                    f"the dispatch reply was lost; run {runs[0].id} with run-name "
+                    f"the dispatch reply was lost; run {attempt.run_id} with run-name "
                     f"{attempt.request_id} was found and is cancelled; no other pool is tried"
                 )
         raise SequenceError(
@@ -411,18 +426,21 @@ class Coordinator:
         outcome = self.client.cancel_run(attempt.run_id, deadline=deadline)
         self.report.log(f"Cancel requested for child {attempt.run_id}: {outcome.value}")
         last: Observation | None = None
+        last_error = ""
         forced = False
         while True:
             if self.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
                 seen = last.describe() if last else "no reply within the window"
+                error = f"; last request error: {last_error}" if last_error else ""
                 raise SequenceError(
                     f"cancellation of child {attempt.run_id} was not confirmed within 2 minutes; last "
-                    f"observation: {seen}. No other pool is tried"
+                    f"observation: {seen}{error}. No other pool is tried"
                 )
             self.clock.sleep(timing.CANCEL_POLL_SECONDS)
             try:
                 last = self._observe(attempt, deadline)
             except (DeadlineExceeded, GitHubError) as exc:
+                last_error = str(exc)
                 self.report.log(f"Cancellation check failed: {exc}")
                 continue
             self.report.log(f"Cancellation check: {last.describe()}")

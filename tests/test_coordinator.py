@@ -338,3 +338,11 @@ def test_bad_input_makes_no_request(capsys):
     assert result.exit_code == 2
     assert "input 'runner-type'" in result.log
     assert s.world.ledger == []
+
+
+def test_a_nearly_spent_quota_is_announced_before_dispatch():
+    """The fake's quota is almost used up: the dispatch comes with a warning annotation."""
+    s = Scenario().pools([], [], [])
+    s.world.quota = 50
+    result = s.run()
+    assert "::warning title=API quota nearly spent::only" in result.log
