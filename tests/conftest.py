@@ -71,10 +71,12 @@ def no_network() -> Iterator[tuple[requests.Session, NoNetworkAdapter]]:
 
 
 # Hypothesis profiles for the fuzz tests (tests/test_fuzz_*.py), picked by RQF_FUZZ_PROFILE:
-#   ci       (default) derandomized: the same examples on every run, so a CI failure reproduces
-#            locally with the same command; no example database.
-#   nightly  random, ten times the examples, failures kept in .hypothesis/ (gitignored) and
-#            replayed first on the next run. Print the seed to reproduce: --hypothesis-seed=N.
+#   ci       (default) derandomized: the same 2,000 coordinator runs and 2,000 input sets on
+#            every run, so a CI failure reproduces locally with the same command; no database.
+#   nightly  random, five times the examples, failures kept in .hypothesis/examples (gitignored)
+#            and replayed first on the next run; a failure prints its seed (--hypothesis-seed=N)
+#            and a @reproduce_failure blob. Run it as
+#              RQF_FUZZ_PROFILE=nightly pytest -o faulthandler_timeout=0 tests/test_fuzz_*.py
 settings.register_profile(
     "ci",
     max_examples=2000,

@@ -284,19 +284,37 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
             ]
             assert all(e.time <= window_end + 1e-6 for e in reads), "read after the window"
 
+    # -- the startup window and the lost-dispatch search end 2 minutes after the dispatch -----
+    window_closed = "2-minute startup window" in run.log or "appeared within 2 minutes" in run.log
+    if window_closed and observed.interrupted_at is None:
+        kid_send = dispatches[-1]
+        startup_end = kid_send.time + timing.STARTUP_WINDOW_SECONDS + latency + 1e-6
+        searches = [
+            e
+            for e in run_reads
+            if e.path.endswith("/runs") and "/workflows/" in e.path and e.time >= kid_send.time
+        ]
+        assert all(e.time <= startup_end for e in searches), "run-name search after the window"
+        mine = [e.time for e in cancels if e.time >= kid_send.time]
+        if mine:
+            assert mine[0] <= startup_end + latency * 4 + slack
+
     # -- the execution timeout --------------------------------------------------------------
     if "did not finish within execution-timeout-minutes" in run.log:
         kid = kids[-1]
         assert kid.allocated_at is not None
         execution = settings.execution_timeout_minutes * 60
         mine = [e.time for e in cancels if e.path.endswith(f"/{kid.run_id}/cancel")]
-        assert mine, "an execution timeout cancels the child"
-        assert mine[0] >= kid.allocated_at + execution - 1e-6
         # Evidence is seen at most one poll after the allocation; a run or job that reports
         # completed at the deadline gets one cancellation window for the other report to settle.
         settle = timing.CANCEL_WINDOW_SECONDS if "lagging report" in run.log else 0.0
         bound = kid.allocated_at + execution + timing.QUEUE_POLL_SECONDS + settle + slack
-        assert mine[0] <= bound, (mine[0], bound)
+        if mine:
+            assert mine[0] >= kid.allocated_at + execution - 1e-6
+            assert mine[0] <= bound, (mine[0], bound)
+        else:  # no cancel: the cleanup found it over (a report lagged past the settle window)
+            assert kid.completed_at is not None
+            assert kid.completed_at <= bound
 
     # -- the parent grace: the first dispatch comes within 2 minutes (plus its requests) ------
     if dispatches:

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from unittest import mock
 
-from hypothesis import event, given, note
+import pytest
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
@@ -283,9 +284,10 @@ def candidate_overrides(draw: st.DrawFn, runner_type: str) -> str:
 
 
 @st.composite
-def configurations(draw: st.DrawFn) -> dict[str, str]:
+def configurations(draw: st.DrawFn, family: str | None = None) -> dict[str, str]:
     """Valid coordinator inputs: runner type, policy, overrides, deadlines, source policy."""
-    runner_type = draw(st.sampled_from(sorted(PROFILES)))
+    types = sorted(t for t, p in PROFILES.items() if family in {None, p.family})
+    runner_type = draw(st.sampled_from(types))
     inputs = base_inputs()
     inputs["runner-type"] = runner_type
     policy = draw(weighted((2, None), (2, "standard"), (1, "extended")))
@@ -423,9 +425,9 @@ def timings(draw: st.DrawFn) -> Timings:
 
 
 @st.composite
-def cases(draw: st.DrawFn) -> Case:
-    """A random configuration and a random world for it."""
-    inputs = draw(configurations())
+def cases(draw: st.DrawFn, family: str | None = None) -> Case:
+    """A random configuration (of CPU or GPU runner types) and a random world for it."""
+    inputs = draw(configurations(family))
     settings = resolve({**inputs, "source-sha": "0" * 40})
     starts = _rough_starts(settings.candidates)
     horizon = starts[-1] + settings.candidates[-1].queue_seconds + 300
@@ -469,8 +471,15 @@ def cases(draw: st.DrawFn) -> Case:
 # ---------------------------------------------------------------------------------- tests
 
 
-@given(cases())
-def test_fuzz_coordinator_keeps_the_invariants_and_the_spec_bounds(case: Case) -> None:
+# The profile's examples are split between CPU and GPU runner types: two tests of half the
+# size each stay under the suite's 60 s faulthandler dump on a loaded CI machine.
+@pytest.mark.parametrize("family", ["cpu", "gpu"])
+@settings(max_examples=max(1, settings().max_examples // 2))
+@given(data=st.data())
+def test_fuzz_coordinator_keeps_the_invariants_and_the_spec_bounds(
+    family: str, data: st.DataObject
+) -> None:
+    case = data.draw(cases(family), label="case")
     note(repr(case))
     outcome = execute(case)
     _classify(outcome)
