@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
@@ -11,7 +12,7 @@ from runner_queue_fallback.errors import GitHubError, NotFound
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.observe import Observation
 
-__all__ = ["CleanupResult", "cancel_and_confirm", "observe_run"]
+__all__ = ["CleanupResult", "cancel_and_confirm", "observe_run", "run_left_by_main_step"]
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def cancel_and_confirm(
     """Cancel `run_id` unless it is over, then poll every 5 s until run and job are completed."""
     deadline = clock.monotonic() + window
     last: Observation | None = None
-    detail = "no observation yet"
+    detail = ""
     try:
         last = observe_run(client, run_id, deadline)
     except NotFound:
@@ -83,4 +84,41 @@ def cancel_and_confirm(
 
 def _unconfirmed(last: Observation | None, detail: str) -> str:
     seen = last.describe() if last is not None else "never observed"
-    return f"the window closed; last seen: {seen}; {detail}"
+    return f"the window closed; last seen: {seen}" + (f"; {detail}" if detail else "")
+
+
+#: How far back the post step looks for a run dispatched by the main step (a job's time limit).
+_POST_LOOKBACK = timedelta(hours=6)
+
+
+def run_left_by_main_step(
+    client: GitHubClient,
+    clock: Clock,
+    state: Mapping[str, str],
+    workflow: str,
+    log: Callable[[str], None],
+) -> int | None:
+    """The child the post step must look after, from the main step's saved state.
+
+    The main step saves `request-id` before each dispatch and `child-run-id` with
+    `child-request-id` once the run id is known. When the last request id has no run id (the
+    step died while its dispatch was in flight, or the reply was lost), the run is looked up by
+    its unique run-name.
+    """
+    run_id = state.get("child-run-id", "").strip()
+    known = int(run_id) if run_id.isascii() and run_id.isdigit() else None
+    pending = state.get("request-id", "").strip()
+    if not pending or pending == state.get("child-request-id", "").strip() or not workflow:
+        return known
+    try:
+        runs = client.find_runs_by_name(
+            workflow, pending, created_after=clock.now() - _POST_LOOKBACK
+        )
+    except GitHubError as exc:
+        log(f"Could not look for run-name {pending}: {exc}")
+        return known
+    if runs:
+        log(f"Found run {runs[0].id} with run-name {pending}, whose dispatch reply was never read")
+        return runs[0].id
+    log(f"No run with run-name {pending} exists: its dispatch created nothing")
+    return known

@@ -21,7 +21,7 @@ from typing import TextIO
 import requests
 
 from runner_queue_fallback import __version__, lint
-from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run
+from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run, run_left_by_main_step
 from runner_queue_fallback.clock import Clock, SystemClock
 from runner_queue_fallback.coordinator import Coordinator
 from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError
@@ -177,8 +177,14 @@ def _signals_interrupt() -> Iterator[None]:
         yield
         return
 
+    received: list[str] = []
+
     def handler(signum: int, _frame: object) -> None:
-        raise Interrupted(signal.Signals(signum).name)
+        # The runner sends SIGINT, then SIGTERM 7.5 s later: only the first one interrupts, so
+        # the second cannot break the cleanup the first one started.
+        if not received:
+            received.append(signal.Signals(signum).name)
+            raise Interrupted(received[0])
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -210,8 +216,12 @@ def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
 def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
     """The post step: the main step saved the active child's run id in GITHUB_STATE."""
     reporter = ctx.reporter()
-    raw = ctx.environ.get("STATE_child-run-id", "").strip()
-    if not raw.isdigit():
+    state = {
+        key.removeprefix("STATE_"): value
+        for key, value in ctx.environ.items()
+        if key.startswith("STATE_")
+    }
+    if not state.get("request-id"):
         reporter.log("No child run was dispatched: nothing to clean up")
         return EXIT_OK
     token = ctx.environ.get(env_name("token"), "").strip()
@@ -219,15 +229,20 @@ def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
     run = read_run_context(ctx.environ)
     clock = ctx.clock_factory()
     client = _client(ctx, run, token, clock, reporter)
+    workflow = ctx.environ.get(env_name("workflow"), "").strip().removeprefix(".github/workflows/")
+    run_id = run_left_by_main_step(client, clock, state, workflow, reporter.log)
+    if run_id is None:
+        reporter.log("No child run is known: nothing to clean up")
+        return EXIT_OK
     try:
-        observation = observe_run(client, int(raw), None)
+        observation = observe_run(client, run_id, None)
     except GitHubError as exc:
-        reporter.log(f"Could not read child run {raw}: {exc}; trying to cancel it anyway")
+        reporter.log(f"Could not read child run {run_id}: {exc}; trying to cancel it anyway")
     else:
         if observation.finished:
-            reporter.log(f"Child run {raw} is already completed: nothing to clean up")
+            reporter.log(f"Child run {run_id} is already completed: nothing to clean up")
             return EXIT_OK
-    result = cancel_and_confirm(client, clock, int(raw), log=reporter.log)
+    result = cancel_and_confirm(client, clock, run_id, log=reporter.log)
     reporter.summary(f"**Post-step cleanup:** {result.describe()}\n")
     if result.confirmed:
         reporter.log(result.describe())

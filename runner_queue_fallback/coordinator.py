@@ -248,6 +248,7 @@ class Coordinator:
         self._active = run_id
         self._in_flight = None
         self.report.save_state("child-run-id", str(run_id))
+        self.report.save_state("child-request-id", attempt.request_id)
 
     def _find_interrupted_dispatch(self, deadline: float) -> None:
         """A signal came while a dispatch was in flight: find its run by run-name before `deadline`.
@@ -494,7 +495,7 @@ class Coordinator:
                 attempt.outcome = "execution timeout"
                 raise SequenceError(
                     f"child {attempt.run_id} did not finish within execution-timeout-minutes "
-                    f"({self.inputs.pools.execution_timeout_minutes}); it is cancelled"
+                    f"({self.inputs.pools.execution_timeout_minutes}); cancelling it"
                 )
             wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
             round_number += 1

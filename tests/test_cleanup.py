@@ -1,0 +1,123 @@
+"""Cancel-and-confirm and the post step, against the fake GitHub."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+from runner_queue_fallback.cleanup import cancel_and_confirm
+from runner_queue_fallback.cli import main
+from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.sim.model import Timings
+from runner_queue_fallback.sim.world import FakeGitHub
+from tests.test_sim_support import GROUP, dispatch, make_world
+
+
+def post_step(
+    world: FakeGitHub, clock: FakeClock, state: dict[str, str], tmp_path: Path
+) -> tuple[int, str]:
+    environ = {
+        "INPUT_TOKEN": "ghs_post_token",
+        "INPUT_WORKFLOW": "runner-worker.yml",
+        "GITHUB_REPOSITORY": world.repository,
+        "GITHUB_RUN_ID": "4242",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_API_URL": world.api_url,
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        **{f"STATE_{k}": v for k, v in state.items()},
+    }
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["cleanup"], environ, clock=clock, session=world.session())
+    return code, out.getvalue()
+
+
+def busy_world(clock: FakeClock, **timings: float) -> FakeGitHub:
+    world = make_world(clock, timings=Timings(**timings))
+    world.add_pool(GROUP, "linux-amd64-cpu8", runners=0)  # never serves: the child stays queued
+    return world
+
+
+def test_post_step_cancels_and_confirms_the_saved_child(tmp_path: Path):
+    clock = FakeClock()
+    world = busy_world(clock)
+    run_id = dispatch(world, "rqf-1", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    code, log = post_step(
+        world,
+        clock,
+        {"request-id": "rqf-1", "child-run-id": str(run_id), "child-request-id": "rqf-1"},
+        tmp_path,
+    )
+    assert code == 0
+    assert f"cleanup confirmed: child run {run_id}" in log
+    assert world.history[run_id].conclusion == "cancelled"
+    assert "ghs_post_token" not in log.replace("::add-mask::ghs_post_token", "")
+
+
+def test_post_step_finds_a_child_whose_dispatch_reply_was_never_read(tmp_path: Path):
+    """Only the request id was saved (the main step died during the dispatch): look it up by run-name."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    run_id = dispatch(world, "rqf-lost", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    code, log = post_step(world, clock, {"request-id": "rqf-lost"}, tmp_path)
+    assert code == 0
+    assert f"Found run {run_id} with run-name rqf-lost" in log
+    assert world.history[run_id].conclusion == "cancelled"
+
+
+def test_post_step_with_nothing_dispatched_sends_no_request(tmp_path: Path):
+    clock = FakeClock()
+    world = busy_world(clock)
+    code, log = post_step(world, clock, {}, tmp_path)
+    assert code == 0
+    assert "nothing to clean up" in log
+    assert world.ledger == []
+
+
+def test_post_step_leaves_a_completed_child_alone(tmp_path: Path):
+    clock = FakeClock()
+    world = make_world(clock)
+    run_id = dispatch(world, "rqf-2")
+    clock.advance(600)  # the workload ran and finished
+    code, log = post_step(
+        world,
+        clock,
+        {"request-id": "rqf-2", "child-run-id": str(run_id), "child-request-id": "rqf-2"},
+        tmp_path,
+    )
+    assert code == 0
+    assert "already completed" in log
+    assert not any(e.method == "POST" and e.path.endswith("/cancel") for e in world.ledger)
+
+
+def test_unconfirmed_cleanup_names_the_run_and_fails_the_post_step(tmp_path: Path):
+    clock = FakeClock()
+    world = busy_world(clock, cancel_delay=10_000.0, force_cancel_delay=10_000.0)
+    run_id = dispatch(world, "rqf-3", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    code, log = post_step(
+        world,
+        clock,
+        {"request-id": "rqf-3", "child-run-id": str(run_id), "child-request-id": "rqf-3"},
+        tmp_path,
+    )
+    assert code == 1
+    assert f"cleanup NOT confirmed for child run {run_id}" in log
+    assert f"Check run {run_id}" in (tmp_path / "summary.md").read_text()
+
+
+def test_cancel_and_confirm_polls_every_five_seconds_within_two_minutes():
+    clock = FakeClock()
+    world = busy_world(clock, cancel_delay=12.0)
+    run_id = dispatch(world, "rqf-4", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    client = GitHubClient(world.session(), world.api_url, world.repository, "t", clock)
+    start = clock.monotonic()
+    result = cancel_and_confirm(client, clock, run_id)
+    assert result.confirmed
+    assert clock.sleeps == [5.0, 5.0, 5.0]
+    assert clock.monotonic() - start == 15.0
