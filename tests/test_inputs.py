@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from runner_queue_fallback.cli import main
+from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.errors import InputError
 from runner_queue_fallback.inputs import (
     InputErrors,
@@ -450,3 +452,28 @@ def test_run_context_needs_the_runner_variables():
 def test_input_error_shortens_huge_values():
     error = InputError("runners", "is bad", given="x" * 500)
     assert len(str(error)) < 200
+
+
+@pytest.mark.parametrize(
+    ("changes", "name", "fragment"),
+    [case[1:] for case in BAD_INPUTS],
+    ids=[c[0] for c in BAD_INPUTS],
+)
+def test_bad_input_stops_the_coordinate_step_before_any_request(
+    changes: dict[str, str | None], name: str, fragment: str, no_network, capsys
+):
+    """Through the composition root: exit 2, an ::error naming the input, and no API request."""
+    session, adapter = no_network
+    environ = {
+        **env_with(changes),
+        "GITHUB_REPOSITORY": "octo-org/octo-repo",
+        "GITHUB_RUN_ID": "42",
+        "GITHUB_RUN_ATTEMPT": "1",
+    }
+    code = main(["coordinate"], environ, clock=FakeClock(), session=session)
+    out = capsys.readouterr().out
+    assert code == 2
+    assert adapter.sent == []
+    errors = [line for line in out.splitlines() if line.startswith("::error")]
+    assert any(f"input '{name}'" in line and fragment in line for line in errors), out
+    assert "ghs_secretvalue" not in out
