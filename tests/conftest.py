@@ -34,7 +34,7 @@ def _no_real_sleep(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(seconds: float) -> None:
         caller = sys._getframe(1).f_globals.get("__name__", "")
         if caller.startswith(("runner_queue_fallback", "tests", "bench")) and seconds > 0:
-            raise AssertionError(f"a real time.sleep({seconds}) from {caller}: use the fake Clock")
+            raise AssertionError(f"a real sleep of {seconds}s from {caller}: use the fake Clock")
         real_sleep(seconds)  # subprocess and thread libraries poll with tiny sleeps of their own
 
     monkeypatch.setattr(time, "sleep", refuse)

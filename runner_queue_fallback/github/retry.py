@@ -166,7 +166,7 @@ class SpecWait(wait_base):
 class DeadlineStop(stop_base):
     """Stop when the next wait would end past the deadline, read on the project Clock.
 
-    tenacity's `stop_after_delay` reads `time.monotonic()` itself and would ignore a FakeClock;
+    tenacity's `stop_after_delay` reads the real monotonic clock itself, ignoring a FakeClock;
     this stop reads `clock.monotonic()` and tenacity's `upcoming_sleep` (computed before stop).
     """
 
