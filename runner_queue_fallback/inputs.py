@@ -65,6 +65,8 @@ SourcePolicy = Literal["current", "pinned-after-start"]
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 _SOURCE_REF = re.compile(r"^refs/(heads/\S+|tags/\S+|pull/\d+/(merge|head))$")
 _WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+#: float() alone also takes '1_0', full-width digits and 'inf'
+_DECIMAL = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,6})?$")
 
 #: The dispatch inputs payload is limited to 65,535 characters; leave room for the other six.
 _WORKLOAD_MAX_CHARS = 60_000
@@ -189,11 +191,8 @@ def _choice(options: tuple[S, ...]) -> Callable[[str, str], S]:
 
 
 def _minutes(name: str, raw: str) -> float:
-    """A queue deadline in minutes: a number from 1 to 60."""
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
+    """A queue deadline in minutes: a number from 1 to 60 (plain ASCII, like '10' or '2.5')."""
+    value = float(raw) if _DECIMAL.match(raw) else math.nan
     if not (timing.QUEUE_MINUTES_MIN <= value <= timing.QUEUE_MINUTES_MAX):
         raise InputError(name, "must be a number of minutes", given=raw, allowed="1 to 60")
     return value
@@ -257,14 +256,16 @@ def _workflow(name: str, raw: str) -> str:
 
 
 def _workflow_ref(name: str, raw: str) -> str:
-    if any(ch.isspace() for ch in raw) or raw.startswith("refs/pull/"):
+    """A branch or tag name: the dispatch API takes nothing else (not a SHA, not a pull ref)."""
+    short = raw.removeprefix("refs/heads/").removeprefix("refs/tags/")
+    if any(ch.isspace() for ch in raw) or short.startswith("refs/") or _SHA.match(short.lower()):
         raise InputError(
             name,
             "must be a trusted branch or tag name",
             given=raw,
             allowed="a branch or tag such as main or v1",
         )
-    return raw.removeprefix("refs/heads/").removeprefix("refs/tags/")
+    return short
 
 
 def _workload(name: str, raw: str) -> str:

@@ -91,7 +91,7 @@ def _candidate(
     if (
         isinstance(deadline, bool)
         or not isinstance(deadline, int | float)
-        or not 1 <= deadline <= 60
+        or not timing.QUEUE_MINUTES_MIN <= deadline <= timing.QUEUE_MINUTES_MAX
     ):
         raise _bad(index, f"queue-timeout-minutes must be a number from 1 to 60 (got {deadline!r})")
     return Candidate(group, labels_value, float(deadline)), info
@@ -133,7 +133,7 @@ def _check_duplicate(
     index: int, total: int, item: dict[str, object], new: Candidate, seen: list[Candidate]
 ) -> None:
     """A repeated label is allowed only as the final candidate, with its own deadline, same group."""
-    earlier = next((c for c in seen if _same_labels(c.labels, new.labels)), None)
+    earlier = next((c for c in seen if _same_pool(c.labels, new.labels)), None)
     if earlier is None:
         return
     if index != total:
@@ -150,6 +150,15 @@ def _check_duplicate(
         )
 
 
-def _same_labels(a: str | tuple[str, ...], b: str | tuple[str, ...]) -> bool:
-    as_set = {a} if isinstance(a, str) else set(a)
-    return as_set == ({b} if isinstance(b, str) else set(b))
+def _same_pool(a: str | tuple[str, ...], b: str | tuple[str, ...]) -> bool:
+    """Two candidates name the same pool when their NVIDIA runner labels are equal.
+
+    Extra labels (such as `self-hosted`) do not make a pool different: comparing whole label
+    sets would let a repeat slip in before the final candidate.
+    """
+    return _pool_labels(a) == _pool_labels(b)
+
+
+def _pool_labels(labels: str | tuple[str, ...]) -> set[str]:
+    names = (labels,) if isinstance(labels, str) else labels
+    return {name for name in names if parse_label(name) is not None}

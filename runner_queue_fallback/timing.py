@@ -33,7 +33,10 @@ QUEUE_MINUTES_MAX: Final = 60
 
 # "Defaults allow 180 minutes of execution"
 DEFAULT_EXECUTION_MINUTES: Final = 180
-EXECUTION_MINUTES_MAX: Final = 4320  # a workflow job on a self-hosted runner may run up to 5 days
+EXECUTION_MINUTES_MAX: Final = 4320  # 3 days; a job on a self-hosted runner may run up to 5
+
+# GitHub ends a job on a GitHub-hosted runner after 6 hours: a coordinator there must fit in it.
+HOSTED_JOB_LIMIT_MINUTES: Final = 360
 
 # "One to seven candidates"
 MAX_CANDIDATES: Final = 7

@@ -78,6 +78,30 @@ BAD_INPUTS = [
         "1 to 60",
     ),
     (
+        "queue-timeout-underscore",
+        {"INPUT_QUEUE-TIMEOUT-MINUTES": "1_0"},
+        "queue-timeout-minutes",
+        "1 to 60",
+    ),
+    (
+        "queue-timeout-full-width",
+        {"INPUT_QUEUE-TIMEOUT-MINUTES": "\uff11\uff10"},
+        "queue-timeout-minutes",
+        "1 to 60",
+    ),
+    (
+        "workflow-ref-sha",
+        {"INPUT_WORKFLOW-REF": "0123456789abcdef0123456789abcdef01234567"},
+        "workflow-ref",
+        "branch or tag",
+    ),
+    (
+        "workflow-ref-remote",
+        {"INPUT_WORKFLOW-REF": "refs/remotes/origin/main"},
+        "workflow-ref",
+        "branch or tag",
+    ),
+    (
         "execution-timeout-text",
         {"INPUT_EXECUTION-TIMEOUT-MINUTES": "3h"},
         "execution-timeout-minutes",
@@ -205,6 +229,18 @@ BAD_INPUTS = [
             "INPUT_RUNNERS": runners(
                 cpu("linux-amd64-cpu16"),
                 cpu("linux-amd64-cpu16", deadline=5),
+                cpu("linux-amd64-cpu8"),
+            )
+        },
+        "runners",
+        "only as the final",
+    ),
+    (
+        "runners-duplicate-hidden-by-extra-label",
+        {
+            "INPUT_RUNNERS": runners(
+                cpu("linux-amd64-cpu32"),
+                {"group": "nv-cpu-general", "labels": ["linux-amd64-cpu32", "self-hosted"]},
                 cpu("linux-amd64-cpu8"),
             )
         },
