@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import GitHubError, NotFound
+from runner_queue_fallback.errors import GitHubError, PermissionDenied
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.observe import Observation
 
@@ -49,37 +49,35 @@ def cancel_and_confirm(
     window: float = timing.CANCEL_WINDOW_SECONDS,
     log: Callable[[str], None] = lambda _line: None,
 ) -> CleanupResult:
-    """Cancel `run_id` unless it is over, then poll every 5 s until run and job are completed."""
+    """Cancel `run_id`, then read run and job every 5 s until both are completed.
+
+    The cancel goes first: within a signal's short grace it is what matters most, and a run that
+    is already over answers 409. A 404 (a child not visible yet) does not end the window.
+    """
     deadline = clock.monotonic() + window
     last: Observation | None = None
     detail = ""
     try:
-        last = observe_run(client, run_id, deadline)
-    except NotFound:
-        return CleanupResult(
-            run_id, confirmed=False, last=None, detail="the run is not visible (404)"
-        )
+        outcome = client.cancel_run(run_id, deadline=deadline)
+        log(f"Cancel requested for child run {run_id}: {outcome.value}")
     except GitHubError as exc:
-        detail = f"read failed: {exc}"
-    if last is None or not last.finished:
+        detail = f"cancel failed: {exc}"
+    while True:
         try:
-            outcome = client.cancel_run(run_id, deadline=deadline)
-            log(f"Cancel requested for child run {run_id}: {outcome.value}")
+            last = observe_run(client, run_id, deadline)
+        except PermissionDenied as exc:  # reading will not start working within the window
+            return CleanupResult(run_id, confirmed=False, last=last, detail=f"read refused: {exc}")
         except GitHubError as exc:
-            detail = f"cancel failed: {exc}"
-    while last is None or not last.finished:
+            detail = f"last read failed: {exc}"
+        else:
+            log(f"Cleanup check: {last.describe()}")
+            if last.finished:
+                return CleanupResult(run_id, confirmed=True, last=last, detail=last.describe())
         if clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
             return CleanupResult(
                 run_id, confirmed=False, last=last, detail=_unconfirmed(last, detail)
             )
         clock.sleep(timing.CANCEL_POLL_SECONDS)
-        try:
-            last = observe_run(client, run_id, deadline)
-        except GitHubError as exc:
-            detail = f"last read failed: {exc}"
-            continue
-        log(f"Cleanup check: {last.describe()}")
-    return CleanupResult(run_id, confirmed=True, last=last, detail=last.describe())
 
 
 def _unconfirmed(last: Observation | None, detail: str) -> str:
@@ -89,6 +87,8 @@ def _unconfirmed(last: Observation | None, detail: str) -> str:
 
 #: How far back the post step looks for a run dispatched by the main step (a job's time limit).
 _POST_LOOKBACK = timedelta(hours=6)
+#: Margin for the difference between the runner's clock and GitHub's `created_at`.
+_CLOCK_SKEW = timedelta(minutes=5)
 
 
 def run_left_by_main_step(
@@ -111,14 +111,19 @@ def run_left_by_main_step(
     if not pending or pending == state.get("child-request-id", "").strip() or not workflow:
         return known
     try:
-        runs = client.find_runs_by_name(
-            workflow, pending, created_after=clock.now() - _POST_LOOKBACK
-        )
+        since = datetime.fromisoformat(state["dispatched-at"]) - _CLOCK_SKEW
+    except (KeyError, ValueError):
+        since = clock.now() - _POST_LOOKBACK
+    try:
+        runs = client.find_runs_by_name(workflow, pending, created_after=since)
     except GitHubError as exc:
         log(f"Could not look for run-name {pending}: {exc}")
         return known
     if runs:
         log(f"Found run {runs[0].id} with run-name {pending}, whose dispatch reply was never read")
         return runs[0].id
-    log(f"No run with run-name {pending} exists: its dispatch created nothing")
+    log(
+        f"No run with run-name {pending} was found since {since.isoformat()}: if one appears, "
+        "cancel it by hand"
+    )
     return known

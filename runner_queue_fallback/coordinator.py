@@ -22,18 +22,22 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm, observe_run
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import (
-    DeadlineExceeded,
+    TRANSIENT_ERRORS,
     DispatchAmbiguous,
     GitHubError,
     Interrupted,
     NotFound,
-    PermissionDenied,
     RQFError,
     SequenceError,
 )
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.observe import Expected, Observation, job_mismatches
+from runner_queue_fallback.observe import (
+    ACTIVE_RUN_STATUSES,
+    Expected,
+    Observation,
+    job_mismatches,
+)
 from runner_queue_fallback.parent import check_parent
 from runner_queue_fallback.profiles import Candidate
 from runner_queue_fallback.report import Reporter
@@ -110,6 +114,7 @@ class Coordinator:
         self.result = Result()
         self.expected_path = f".github/workflows/{inputs.workflow}"
         self._definition_sha: str | None = None
+        self._commit = ""
         self._active: int | None = None
         #: an attempt whose dispatch POST was sent but whose run id is not known yet
         self._in_flight: Attempt | None = None
@@ -177,7 +182,8 @@ class Coordinator:
         if attempt.number > 1:
             self._check_parent_still_active()
         self._check_source()
-        blob = self.client.get_file_sha(self.expected_path, self.inputs.workflow_ref)
+        self._commit = self._workflow_commit()
+        blob = self.client.get_file_sha(self.expected_path, self._commit)
         if self._definition_sha is None:
             self._definition_sha = blob
         elif blob != self._definition_sha:
@@ -198,8 +204,8 @@ class Coordinator:
     # -- dispatch -------------------------------------------------------------------------
 
     def _dispatch(self, attempt: Attempt) -> None:
-        commit = self._workflow_commit()
-        self.expected = Expected(attempt.request_id, self.expected_path, commit)
+        # The child must run the very commit whose definition the preflight just compared.
+        self.expected = Expected(attempt.request_id, self.expected_path, self._commit)
         inputs = {
             "request-id": attempt.request_id,
             "parent-run-id": str(self.ctx.run_id),
@@ -211,6 +217,7 @@ class Coordinator:
         }
         self._warn_if_quota_low()
         self.report.save_state("request-id", attempt.request_id)
+        self.report.save_state("dispatched-at", self.clock.now().isoformat())
         attempt.dispatched_at = self.clock.monotonic()
         self._in_flight = attempt
         try:
@@ -315,9 +322,7 @@ class Coordinator:
         while True:
             try:
                 observation = observe_run(self.client, attempt.run_id, deadline)
-            except PermissionDenied:
-                raise
-            except GitHubError as exc:
+            except (NotFound, *TRANSIENT_ERRORS) as exc:  # 404 is tolerated only here
                 last = str(exc)
             else:
                 self._check_identity(observation)
@@ -410,7 +415,7 @@ class Coordinator:
 
     def _check_parent_still_active(self) -> None:
         parent = self.client.get_run(self.ctx.run_id)
-        if parent.run_attempt != self.ctx.run_attempt or parent.status == "completed":
+        if parent.run_attempt != self.ctx.run_attempt or parent.status not in ACTIVE_RUN_STATUSES:
             raise SequenceError(
                 f"parent run {self.ctx.run_id}: expected attempt {self.ctx.run_attempt} still active, "
                 f"observed attempt {parent.run_attempt} status {parent.status!r} conclusion "
@@ -440,7 +445,7 @@ class Coordinator:
             self.clock.sleep(timing.CANCEL_POLL_SECONDS)
             try:
                 last = self._observe(attempt, deadline)
-            except (DeadlineExceeded, GitHubError) as exc:
+            except TRANSIENT_ERRORS as exc:
                 last_error = str(exc)
                 self.report.log(f"Cancellation check failed: {exc}")
                 continue
@@ -464,7 +469,10 @@ class Coordinator:
             if not forced and last.run.status != "completed" and self._past_half(deadline):
                 forced = True
                 self.report.log(f"Child {attempt.run_id} still not cancelled: sending force-cancel")
-                self.client.force_cancel_run(attempt.run_id, deadline=deadline)
+                try:
+                    self.client.force_cancel_run(attempt.run_id, deadline=deadline)
+                except TRANSIENT_ERRORS as exc:
+                    last_error = str(exc)
 
     def _past_half(self, deadline: float) -> bool:
         return deadline - self.clock.monotonic() <= timing.CANCEL_WINDOW_SECONDS / 2
@@ -506,7 +514,8 @@ class Coordinator:
             )
             self.clock.sleep(wait)
             observation = self._observe(attempt)
-            self._poll_checks(allocated=True)
+            if not observation.finished:  # a finished worker is judged on its own result
+                self._poll_checks(allocated=True)
         self._active = None
         self.report.log(f"Polling finished: child {attempt.run_id} {observation.describe()}")
         job = observation.job
@@ -532,7 +541,7 @@ class Coordinator:
             self.clock.sleep(timing.CANCEL_POLL_SECONDS)
             try:
                 observation = self._observe(attempt, deadline)
-            except (DeadlineExceeded, GitHubError) as exc:
+            except TRANSIENT_ERRORS as exc:
                 self.report.log(f"Completion check failed: {exc}")
         return observation
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "TRANSIENT_ERRORS",
     "Conflict",
     "DeadlineExceeded",
     "DispatchAmbiguous",
@@ -270,3 +271,8 @@ class Interrupted(BaseException):
         """Remember which signal arrived."""
         self.signal_name = signal_name
         super().__init__(f"received {signal_name}: the workflow run is being cancelled")
+
+
+#: Failures that may pass: a later poll inside the same window can still succeed. Anything else
+#: (a refused permission, a contract error) stops the sequence at once.
+TRANSIENT_ERRORS = (TransportError, ServerError, RateLimited, DeadlineExceeded)

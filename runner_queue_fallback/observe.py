@@ -113,6 +113,7 @@ class Observation:
         """Completed and cancelled with no runner and no step: proof that nothing ran."""
         return (
             self.finished
+            and self.job is not None  # the proof covers the worker job, so it must be seen
             and self.run.conclusion == "cancelled"
             and all(job.conclusion == "cancelled" for job in self.jobs)
             and not self.has_evidence

@@ -46,8 +46,12 @@ def check_invariants(world: FakeGitHub, run: SimulationRun, *, candidates: int) 
         assert last.conclusion == "success"
         assert last.workload_started_at is not None
         assert run.outputs["run-id"] == str(last.run_id)
-    # 4. The dispatch POST is sent at most once per candidate.
+    # 4. The dispatch POST is sent at most once per candidate: never twice for one request id.
     assert len(dispatch_posts(world)) <= candidates
+    request_ids = [kid.request_id for kid in kids]
+    assert len(set(request_ids)) == len(request_ids), (
+        f"a request id was dispatched twice: {request_ids}"
+    )
     assert run.outputs.get("attempts", "0") == str(len(dispatch_posts(world)))
     # 5. Every child is confirmed over at exit, or reported unconfirmed by run id.
     # A run whose dispatch reply was lost and that never showed up by its run-name can only be

@@ -7,6 +7,8 @@ import json
 import pytest
 
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
+from runner_queue_fallback.profiles import load_profiles
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
 from runner_queue_fallback.sim.model import Timings, Workload
 from runner_queue_fallback.sim.world import FakeGitHub
@@ -55,8 +57,12 @@ class Scenario:
 
     def run(self, **kwargs) -> SimulationRun:
         result = run_coordinator(self.world, self.clock, self.inputs, **kwargs)
-        candidates = len(json.loads(result.outputs.get("attempts-json", "[]"))) or 7
-        check_invariants(self.world, result, candidates=max(candidates, 7))
+        environ = {env_name(k): v for k, v in self.inputs.items()}
+        try:
+            candidates = len(read_pool_settings(environ, load_profiles()).candidates)
+        except InputErrors:
+            candidates = 0
+        check_invariants(self.world, result, candidates=candidates)
         return result
 
     def cancels(self) -> list[float]:
@@ -346,3 +352,31 @@ def test_a_nearly_spent_quota_is_announced_before_dispatch():
     s.world.quota = 50
     result = s.run()
     assert "::warning title=API quota nearly spent::only" in result.log
+
+
+def test_a_parent_that_stops_showing_in_progress_ends_the_sequence():
+    """The grace is never renewed: after confirmation only an in-progress parent is accepted."""
+    s = Scenario().pools(FOREVER, [], [])
+
+    def requeue() -> None:
+        s.world.runs[PARENT_RUN_ID].status = "queued"
+
+    s.world._at(200.0, requeue)
+    result = s.run()
+    assert result.exit_code == 1
+    assert f"parent run {PARENT_RUN_ID}: expected attempt 1 still active" in result.log
+    assert len(dispatch_posts(s.world)) == 1
+
+
+def test_a_refused_read_during_cancellation_fails_at_once():
+    """Authentication and permission failures are never retried, not even inside a window."""
+    refused = Fault(
+        kind="forbidden", method="GET", path=r"/actions/runs/\d+$", start=616.0, count=1
+    )
+    s = Scenario(faults=[refused]).pools(FOREVER, [], [])
+    result = s.run()
+    assert result.exit_code == 1
+    assert "403" in result.log
+    assert "Cancellation check failed" not in result.log
+    assert len(dispatch_posts(s.world)) == 1
+    assert children(s.world)[0].conclusion == "cancelled"
