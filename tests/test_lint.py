@@ -30,6 +30,9 @@ GUARD_STEP = (
     )
 )
 WORKLOAD_INPUT = "      workload:\n        required: true\n        type: string\n"
+COORDINATOR_USES = f"      - uses: acme/runner-queue-fallback@{SHA}\n"
+ON_DISPATCH = "on:\n  workflow_dispatch:"
+PINNED = "          source-policy: pinned-after-start\n"
 
 
 def _add(key: str, after: str, added: str) -> tuple[str, str, str]:
@@ -227,6 +230,24 @@ CATALOGUE = [
         id="workload-continue-on-error",
     ),
     pytest.param(
+        "RQF119",
+        [
+            (
+                "w",
+                "    timeout-minutes: 15\n",
+                "    timeout-minutes: 15\n    continue-on-error: true\n",
+            )
+        ],
+        [("w", "continue-on-error:")],
+        id="worker-job-continue-on-error",
+    ),
+    pytest.param(
+        "RQF119",
+        [("w", GUARD_USES, GUARD_USES + "        continue-on-error: True\n")],
+        [("w", "continue-on-error:")],
+        id="guard-continue-on-error",
+    ),
+    pytest.param(
         "RQF120",
         [
             _add(
@@ -261,6 +282,16 @@ CATALOGUE = [
         [("c", "timeout-minutes: 135", "timeout-minutes: 60")],
         [("c", "timeout-minutes:")],
         id="coordinator-timeout-below-plan",
+    ),
+    pytest.param(
+        "RQF203",
+        [
+            ("c", "timeout-minutes: 135", "timeout-minutes: 420"),
+            ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
+            ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
+        ],
+        [("c", "timeout-minutes:")],
+        id="plan-exceeds-hosted-job-limit",
     ),
     pytest.param(
         "RQF204",
@@ -348,6 +379,89 @@ CATALOGUE = [
         id="unknown-coordinator-input",
     ),
     pytest.param(
+        "RQF212",
+        [("c", "runs-on: ubuntu-latest", "runs-on: self-hosted")],
+        [("c", "runs-on:")],
+        id="coordinator-on-any-self-hosted-runner",
+    ),
+    pytest.param(
+        "RQF212",
+        [("c", "runs-on: ubuntu-latest", "runs-on: [self-hosted, linux-amd64-cpu16]")],
+        [("c", "runs-on:")],
+        id="coordinator-on-a-pool-label",
+    ),
+    pytest.param(
+        "RQF212",
+        [
+            (
+                "c",
+                "runs-on: ubuntu-latest\n",
+                "runs-on:\n      group: nv-cpu-general\n      labels: linux-amd64-cpu16\n",
+            )
+        ],
+        [("c", "runs-on:")],
+        id="coordinator-in-a-runner-group",
+    ),
+    pytest.param(
+        "RQF213",
+        [("c", COORDINATOR_USES, "      - uses: actions/checkout@v4\n" + COORDINATOR_USES)],
+        [("c", "actions/checkout")],
+        id="coordinator-checks-out-source",
+    ),
+    pytest.param(
+        "RQF213",
+        [
+            (
+                "c",
+                COORDINATOR_USES,
+                "      - uses: actions/checkout@v4\n        with:\n"
+                "          repository: ${{ github.repository }}\n"
+                "          ref: ${{ inputs.source-sha }}\n" + COORDINATOR_USES,
+            )
+        ],
+        [("c", "actions/checkout")],
+        id="coordinator-checks-out-its-own-repository",
+    ),
+    pytest.param(
+        "RQF214",
+        [("c", COORDINATOR_USES, "      - run: make test\n" + COORDINATOR_USES)],
+        [("c", "run: make test")],
+        id="coordinator-runs-a-script",
+    ),
+    pytest.param(
+        "RQF215",
+        [
+            ("c", ON_DISPATCH, "on:\n  pull_request:\n  workflow_dispatch:"),
+            _add("c", "          execution-timeout-minutes: '15'\n", PINNED),
+        ],
+        [("c", "source-policy:")],
+        id="pinned-after-start-on-pull-request",
+    ),
+    pytest.param(
+        "RQF216",
+        [
+            ("c", ON_DISPATCH, "on:\n  pull_request:\n  workflow_dispatch:"),
+            ("c", "source-sha: ${{ inputs.source-sha }}", "source-sha: ${{ github.sha }}"),
+        ],
+        [("c", "source-sha: ${{ github")],
+        id="pull-request-sha-without-approval",
+    ),
+    pytest.param(
+        "RQF216",
+        [
+            ("c", ON_DISPATCH, "on:\n  pull_request_target:\n  workflow_dispatch:"),
+            ("c", "source-ref: ${{ inputs.source-ref }}", "source-ref: ${{ github.ref }}"),
+        ],
+        [("c", "source-ref: ${{ github")],
+        id="pull-request-target-base-ref",
+    ),
+    pytest.param(
+        "RQF217",
+        [("c", "timeout-minutes: 135", "timeout-minutes: 400")],
+        [("c", "timeout-minutes:")],
+        id="hosted-coordinator-timeout-above-six-hours",
+    ),
+    pytest.param(
         "RQF301",
         [("c", "workflow: runner-worker.yml", "workflow: missing-worker.yml")],
         [("c", "workflow:")],
@@ -364,6 +478,12 @@ CATALOGUE = [
         [("w", WORKLOAD_INPUT, WORKLOAD_INPUT + "      shard:\n        required: false\n")],
         [("w", "shard:")],
         id="child-declares-extra-input",
+    ),
+    pytest.param(
+        "RQF302",
+        [("w", WORKLOAD_INPUT, WORKLOAD_INPUT + "      shard:\n        required: TRUE\n")],
+        [("w", "shard:")],
+        id="child-requires-extra-input",
     ),
     pytest.param(
         "RQF303",
@@ -427,6 +547,261 @@ def test_each_broken_pair_gives_exactly_its_finding(tmp_path, rule, edits, expec
 
 def test_the_catalogue_covers_every_rule():
     assert {case.values[0] for case in CATALOGUE} == set(RULES)
+
+
+# Rules whose level depends on the case: (edits, the one finding's rule and level).
+LEVELS = [
+    pytest.param(
+        [("w", "        run: node", "        continue-on-error: true\n        run: node")],
+        ("RQF119", "warning"),
+        id="continue-on-error-on-an-ordinary-step-warns",
+    ),
+    pytest.param(
+        [
+            (
+                "w",
+                "    timeout-minutes: 15\n",
+                "    timeout-minutes: 15\n    continue-on-error: true\n",
+            )
+        ],
+        ("RQF119", "error"),
+        id="continue-on-error-on-the-job-fails",
+    ),
+    pytest.param(
+        [("w", GUARD_USES, GUARD_USES + "        continue-on-error: true\n")],
+        ("RQF119", "error"),
+        id="continue-on-error-on-the-guard-fails",
+    ),
+    pytest.param(
+        [("w", WORKLOAD_INPUT, WORKLOAD_INPUT + "      shard:\n        required: false\n")],
+        ("RQF302", "warning"),
+        id="extra-optional-input-warns",
+    ),
+    pytest.param(
+        [
+            (
+                "w",
+                WORKLOAD_INPUT,
+                WORKLOAD_INPUT + "      shard:\n        required: true\n        default: '1'\n",
+            )
+        ],
+        ("RQF302", "warning"),
+        id="extra-required-input-with-default-warns",
+    ),
+    pytest.param(
+        [("w", WORKLOAD_INPUT, WORKLOAD_INPUT + "      shard:\n        required: true\n")],
+        ("RQF302", "error"),
+        id="extra-required-input-fails",
+    ),
+    pytest.param(
+        [("w", WORKLOAD_INPUT, "")],
+        ("RQF302", "error"),
+        id="missing-input-fails",
+    ),
+    pytest.param(
+        [("c", "runs-on: ubuntu-latest", "runs-on: self-hosted")],
+        ("RQF212", "error"),
+        id="self-hosted-alone-fails",
+    ),
+    pytest.param(
+        [("c", "runs-on: ubuntu-latest", "runs-on: [self-hosted, rqf-coordinator]")],
+        ("RQF212", "warning"),
+        id="self-hosted-with-own-label-warns",
+    ),
+    pytest.param(
+        [("c", COORDINATOR_USES, "      - uses: actions/checkout@v4\n" + COORDINATOR_USES)],
+        ("RQF213", "error"),
+        id="coordinator-checkout-fails",
+    ),
+    pytest.param(
+        [("c", COORDINATOR_USES, "      - run: make test\n" + COORDINATOR_USES)],
+        ("RQF214", "warning"),
+        id="coordinator-run-step-warns",
+    ),
+    pytest.param(
+        [
+            ("c", ON_DISPATCH, "on:\n  pull_request:\n  workflow_dispatch:"),
+            _add("c", "          execution-timeout-minutes: '15'\n", PINNED),
+        ],
+        ("RQF215", "error"),
+        id="pinned-after-start-on-pull-request-fails",
+    ),
+    pytest.param(
+        [
+            ("c", ON_DISPATCH, "on:\n  pull_request:\n  workflow_dispatch:"),
+            ("c", "source-sha: ${{ inputs.source-sha }}", "source-sha: ${{ github.sha }}"),
+        ],
+        ("RQF216", "warning"),
+        id="pull-request-sha-warns",
+    ),
+    pytest.param(
+        [("c", "runs-on: ubuntu-latest", "runs-on: windows-latest"), ("c", ": 135", ": 400")],
+        ("RQF217", "warning"),
+        id="hosted-timeout-above-six-hours-warns",
+    ),
+    pytest.param(
+        [
+            ("c", "timeout-minutes: 135", "timeout-minutes: 420"),
+            ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
+            ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
+        ],
+        ("RQF203", "error"),
+        id="plan-above-hosted-limit-fails",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edits", "expected"), LEVELS)
+def test_each_finding_has_the_level_its_case_deserves(tmp_path, edits, expected):
+    _write_pair(tmp_path, edits)
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert [(f.rule, f.level) for f in findings] == [expected], "\n".join(
+        f.text() for f in findings
+    )
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        pytest.param(
+            [
+                (
+                    "w",
+                    "    timeout-minutes: 15\n",
+                    "    timeout-minutes: 15\n    continue-on-error: False\n",
+                )
+            ],
+            id="job-continue-on-error-False",
+        ),
+        pytest.param(
+            [("w", "        run: node", "        continue-on-error: FALSE\n        run: node")],
+            id="step-continue-on-error-FALSE",
+        ),
+        pytest.param(
+            [("w", "persist-credentials: false", "persist-credentials: False")],
+            id="persist-credentials-False",
+        ),
+        pytest.param(
+            [("w", "persist-credentials: false", "persist-credentials: FALSE")],
+            id="persist-credentials-FALSE",
+        ),
+        pytest.param(
+            [
+                (
+                    "w",
+                    "      runner:\n        required: true",
+                    "      runner:\n        required: True",
+                )
+            ],
+            id="required-True",
+        ),
+        pytest.param(
+            [
+                _add("c", "          execution-timeout-minutes: '15'\n", PINNED),
+                ("c", "cancel-in-progress: false", "cancel-in-progress: FALSE"),
+            ],
+            id="cancel-in-progress-FALSE",
+        ),
+        pytest.param(
+            [
+                (
+                    "c",
+                    COORDINATOR_USES,
+                    "      - uses: actions/checkout@v4\n        with:\n"
+                    "          repository: acme/release-tools\n" + COORDINATOR_USES,
+                )
+            ],
+            id="coordinator-checks-out-another-repository",
+        ),
+        pytest.param(
+            [("c", "runs-on: ubuntu-latest", "runs-on: ${{ matrix.os }}")],
+            id="coordinator-runs-on-expression",
+        ),
+        pytest.param(
+            [("c", "timeout-minutes: 135", "timeout-minutes: 360")],
+            id="hosted-timeout-of-exactly-six-hours",
+        ),
+        pytest.param(
+            [
+                ("c", ON_DISPATCH, "on:\n  push:\n  workflow_dispatch:"),
+                ("c", "source-sha: ${{ inputs.source-sha }}", "source-sha: ${{ github.sha }}"),
+                ("c", "source-ref: ${{ inputs.source-ref }}", "source-ref: ${{ github.ref }}"),
+                _add("c", "          execution-timeout-minutes: '15'\n", PINNED),
+            ],
+            id="push-with-run-ref-and-pinned-policy",
+        ),
+    ],
+)
+def test_accepted_spellings_and_setups_give_no_finding(tmp_path, edits):
+    """YAML booleans in any case, a tools checkout, push-triggered cache preparation."""
+    _write_pair(tmp_path, edits)
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert findings == [], "\n".join(f.text() for f in findings)
+
+
+def test_pull_request_head_sha_is_pr_controlled_not_just_unapproved(tmp_path):
+    """The head SHA is an RQF208 error under any trigger; RQF216 is only for github.sha/ref."""
+    _write_pair(
+        tmp_path,
+        [
+            ("c", ON_DISPATCH, "on:\n  pull_request_target:\n  workflow_dispatch:"),
+            (
+                "c",
+                "source-sha: ${{ inputs.source-sha }}",
+                "source-sha: ${{ github.event.pull_request.head.sha }}",
+            ),
+        ],
+    )
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert [(f.rule, f.level) for f in findings] == [("RQF208", "error")]
+
+
+def test_the_hosted_limit_finding_says_why_and_how(tmp_path):
+    _write_pair(
+        tmp_path,
+        [
+            ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
+            ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
+        ],
+    )
+    (finding,) = lint_files(tmp_path / FILES["c"]).findings
+    assert finding.rule == "RQF203"
+    assert "need at least 408" in finding.message
+    assert "after 360 minutes" in finding.message
+    assert "self-hosted runner" in finding.fix
+    assert "shorten the queues/execution timeout" in finding.fix
+
+
+def test_a_self_hosted_coordinator_may_exceed_six_hours(tmp_path):
+    """Only the RQF212 warning for the own label: no hosted limit on a self-hosted runner."""
+    _write_pair(
+        tmp_path,
+        [
+            ("c", "runs-on: ubuntu-latest", "runs-on: [self-hosted, rqf-coordinator]"),
+            ("c", "timeout-minutes: 135", "timeout-minutes: 420"),
+            ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
+            ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
+        ],
+    )
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert [(f.rule, f.level) for f in findings] == [("RQF212", "warning")]
+
+
+@pytest.mark.parametrize(
+    ("value", "rules"),
+    [
+        ("'\u00b2'", {"RQF204"}),  # '²' passes str.isdigit but is no number of minutes
+        ("'0'", {"RQF204"}),
+        ("${{ inputs.minutes }}", {"RQF203"}),  # the notice that the timeout is not checked
+    ],
+)
+def test_the_execution_budget_is_read_as_the_action_reads_it(tmp_path, value, rules):
+    """An invalid or dynamic budget is reported once and never compared with the child's."""
+    _write_pair(
+        tmp_path, [("c", "execution-timeout-minutes: '15'", f"execution-timeout-minutes: {value}")]
+    )
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert {f.rule for f in findings} == rules, "\n".join(f.text() for f in findings)
 
 
 def test_the_timeout_finding_names_the_number_plan_computes(tmp_path):

@@ -11,8 +11,12 @@ from runner_queue_fallback.lint.model import (
     Node,
     Report,
     Workflow,
+    events_of,
     has_secret,
+    is_checkout,
     is_expression,
+    is_false,
+    is_true,
     parse_uses,
     permissions_of,
     wired_to,
@@ -88,15 +92,6 @@ def worker_job(child: Workflow) -> tuple[str, Node] | None:
     return next(iter(named or jobs), None)
 
 
-def _events(on: Node) -> list[tuple[str, int]]:
-    """The events of `on:` in any of its three forms, each with its line."""
-    if on.text is not None:
-        return [(on.text, on.line)]
-    if on.seq():
-        return [(item.text or "", item.line) for item in on.seq()]
-    return [(name, value.line) for name, value in on.items()]
-
-
 def _trigger(child: Workflow, report: Report) -> None:
     on = child.root.get("on")
     fix = "use `on: workflow_dispatch:` with the seven inputs, and no other trigger"
@@ -104,7 +99,7 @@ def _trigger(child: Workflow, report: Report) -> None:
     if on is None:
         report.add(child.path, 1, "RQF101", f"the child has no `on:` trigger; {why}", fix)
         return
-    events = _events(on)
+    events = events_of(on)
     if "workflow_dispatch" not in {name for name, _ in events}:
         report.add(
             child.path, on.line, "RQF101", f"the child is not `workflow_dispatch`; {why}", fix
@@ -127,12 +122,7 @@ def _trigger(child: Workflow, report: Report) -> None:
 
 def _input_shape(child: Workflow, name: str, spec: Node, report: Report) -> None:
     kind, required = spec.get("type"), spec.get("required")
-    if (
-        kind is not None
-        and kind.text == "string"
-        and required is not None
-        and required.text == "true"
-    ):
+    if kind is not None and kind.text == "string" and is_true(required):
         return
     where = (kind if kind is not None and kind.text != "string" else required) or spec
     report.add(
@@ -211,12 +201,15 @@ def _job_shape(child: Workflow, job: Node, report: Report) -> None:
             report.add(child.path, node.line, rule, f"the worker job sets `{key}`: {why}", fix)
     _timeout(child, job, report)
     cont = job.get("continue-on-error")
-    if cont is not None and cont.text != "false":
-        report.add(child.path, cont.line, "RQF119", _CONTINUE_MSG, _CONTINUE_FIX)
-
-
-_CONTINUE_MSG = "`continue-on-error` turns a failed required test into a success"
-_CONTINUE_FIX = "remove `continue-on-error`"
+    if cont is not None and not is_false(cont):
+        report.add(
+            child.path,
+            cont.line,
+            "RQF119",
+            "`continue-on-error` on the worker job turns a failed required test into a "
+            "successful worker, and so a successful coordinator",
+            "remove `continue-on-error` from the worker job",
+        )
 
 
 def _from_json_runner(text: str | None) -> bool:
@@ -326,13 +319,35 @@ def _steps(child: Workflow, job: Node, report: Report) -> None:
         )
     else:
         _guard(child, guard, report)
-    for step in steps:
-        cont = step.get("continue-on-error")
-        if cont is not None and cont.text != "false":
-            report.add(child.path, cont.line, "RQF119", _CONTINUE_MSG, _CONTINUE_FIX)
-        uses = step.text_of("uses") or ""
-        if uses.rpartition("@")[0].rstrip("/").endswith("checkout"):
+    for index, step in enumerate(steps):
+        _continue_on_error(child, step, report, guard=guard is not None and index == guard.index)
+        if is_checkout(step.text_of("uses")):
             _checkout(child, step, report)
+
+
+def _continue_on_error(child: Workflow, step: Node, report: Report, *, guard: bool) -> None:
+    cont = step.get("continue-on-error")
+    if cont is None or is_false(cont):
+        return
+    if guard:
+        report.add(
+            child.path,
+            cont.line,
+            "RQF119",
+            "`continue-on-error` on the guard lets workload code run after the guard rejected a "
+            "stale source, a finished parent or a rerun",
+            "remove `continue-on-error` from the guard step",
+        )
+        return
+    report.add(
+        child.path,
+        cont.line,
+        "RQF119",
+        "`continue-on-error` on a step: if it runs a required test, its failure becomes a "
+        "success (acceptable only for optional steps such as uploading logs)",
+        "remove `continue-on-error` unless the step is optional",
+        level="warning",
+    )
 
 
 def _guard(child: Workflow, guard: Guard, report: Report) -> None:
@@ -399,7 +414,7 @@ def _checkout(child: Workflow, step: Node, report: Report) -> None:
             "set `ref: ${{ inputs.source-sha }}` on the checkout",
         )
     persist = with_.get("persist-credentials") if with_ is not None else None
-    if persist is None or persist.text != "false":
+    if not is_false(persist):
         report.add(
             child.path,
             persist.line if persist is not None else line,

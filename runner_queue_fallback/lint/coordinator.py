@@ -13,6 +13,7 @@ from runner_queue_fallback.inputs import (
     InputErrors,
     env_name,
     read_coordinator_inputs,
+    read_pool_settings,
 )
 from runner_queue_fallback.lint.child import pin_warning
 from runner_queue_fallback.lint.model import (
@@ -20,15 +21,19 @@ from runner_queue_fallback.lint.model import (
     Node,
     Report,
     Workflow,
+    events_of,
     has_secret,
+    is_checkout,
     is_expression,
+    is_false,
     parse_uses,
     permissions_of,
+    whole_minutes,
 )
 from runner_queue_fallback.plan import make_plan
-from runner_queue_fallback.profiles import Profile
+from runner_queue_fallback.profiles import Profile, parse_label
 
-__all__ = ["CoordinatorStep", "find_coordinators", "lint_coordinator"]
+__all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
 
 _REQUIRED = ("runner-type", "workflow", "workflow-ref", "source-ref", "source-sha")
 _POOL_INPUTS = (
@@ -56,6 +61,24 @@ _PR_CONTROLLED = re.compile(
     r"|issue|comment|review|review_comment|discussion|head_commit|commits|pages|workflow_run)\b",
     re.IGNORECASE,
 )
+_PR_EVENTS = ("pull_request", "pull_request_target")
+# The run's own ref and SHA (not github.ref_name): what they are on a PR is in _RUN_REF_MEANS.
+_RUN_REF = {
+    "source-ref": re.compile(r"\bgithub\.ref\b", re.IGNORECASE),
+    "source-sha": re.compile(r"\bgithub\.sha\b", re.IGNORECASE),
+}
+# GitHub ends any job on a GitHub-hosted runner after six hours, whatever timeout-minutes says.
+_HOSTED_JOB_MINUTES = timing.HOSTED_JOB_LIMIT_MINUTES
+# Why RQF216 is a warning on `pull_request` (lint cannot see every gate) and what it means on each.
+_RUN_REF_MEANS = {
+    "pull_request": "on `pull_request` it is the PR's merge commit, written by its author, so "
+    "every push to a same-repository PR branch is dispatched unreviewed (fork PRs cannot "
+    "dispatch: their token is read-only); a warning, since an approval on this job, such as an "
+    "environment review, may still gate it",
+    "pull_request_target": "on `pull_request_target` it is the base branch, not the PR, so the "
+    "worker tests other code than the check reports on",
+}
+_HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -85,13 +108,21 @@ class CoordinatorStep:
         node = self.inputs.get(name)
         return node.line if node is not None else self.uses_line
 
-    @property
-    def execution_minutes(self) -> int | None:
-        """The execution budget the coordinator allows, or None when it is an expression."""
-        value = self.text("execution-timeout-minutes")
-        if not value:
-            return timing.DEFAULT_EXECUTION_MINUTES
-        return int(value) if value.isdigit() else None
+
+def execution_minutes(step: CoordinatorStep, profiles: Mapping[str, Profile]) -> int | None:
+    """The execution budget the coordinator allows, read as the action reads it.
+
+    None when `execution-timeout-minutes` is an expression or invalid (RQF204 reports the latter).
+    """
+    value = step.text("execution-timeout-minutes")
+    if is_expression(value) or "cpu" not in profiles:
+        return None
+    # runner-type is a stand-in: only the execution budget is read back.
+    environ = {env_name("runner-type"): "cpu", env_name("execution-timeout-minutes"): value}
+    try:
+        return read_pool_settings(environ, profiles).execution_timeout_minutes
+    except InputErrors:
+        return None
 
 
 def find_coordinators(workflow: Workflow) -> list[CoordinatorStep]:
@@ -137,10 +168,13 @@ def lint_coordinator(
                 f"use one of: {', '.join(COORDINATOR_INPUTS)}",
             )
     inputs = _validate(step, report, profiles)
-    if inputs is not None:
-        _timeout(step, inputs, report)
+    hosted = _hosted_label(step.job)
+    need = _timeout(step, inputs, hosted, report) if inputs is not None else None
+    _hosted_timeout(step, hosted, need, report)
     _permissions(step, report)
     _trust(step, report)
+    _pull_request(step, report)
+    _no_workload(step, report)
     _concurrency(step, report)
     _matrix(step, report)
     pin_warning(step.workflow, step.ref, step.uses_line, report)
@@ -190,11 +224,30 @@ def _job_timeout_line(step: CoordinatorStep) -> int:
     return node.line if node is not None else step.job.line
 
 
-def _timeout(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+def _timeout(
+    step: CoordinatorStep, inputs: CoordinatorInputs, hosted: str | None, report: Report
+) -> int:
+    """RQF203: the job's timeout covers what `plan` computes; return that figure."""
     plan = make_plan(inputs.pools)
     need = plan.timeout_minutes
     node = step.job.get("timeout-minutes")
     text = (node.text or "").strip() if node is not None else ""
+    budget = (
+        f"{plan.queue_minutes:g} min of queues, {plan.settings.execution_timeout_minutes} min of "
+        f"execution, {plan.overhead_minutes:g} min of startup and cancellation"
+    )
+    if hosted is not None and need > _HOSTED_JOB_MINUTES:
+        report.add(
+            step.workflow.path,
+            _job_timeout_line(step),
+            "RQF203",
+            f"these inputs need at least {need} minutes ({budget}), but GitHub ends a job on a "
+            f"GitHub-hosted runner (`{hosted}`) after {_HOSTED_JOB_MINUTES} minutes whatever "
+            "`timeout-minutes` says; the coordinator would be killed before it cleans up its child",
+            f"run job `{step.job_id}` on a self-hosted runner outside the managed pools, or "
+            f"shorten the queues/execution timeout until `plan` says {_HOSTED_JOB_MINUTES} or less",
+        )
+        return need
     if is_expression(text):
         report.add(
             step.workflow.path,
@@ -204,22 +257,128 @@ def _timeout(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -
             f"make sure it evaluates to {need} or more",
             level="notice",
         )
-        return
-    if text.isdigit() and int(text) >= need:
-        return
-    budget = (
-        f"{plan.queue_minutes:g} min of queues, {plan.settings.execution_timeout_minutes} min of "
-        f"execution, {plan.overhead_minutes:g} min of startup and cancellation"
-    )
-    have = f"is {text}" if text else "is not set (360 by default)"
+        return need
+    have = whole_minutes(text)
+    if have is not None and have >= need:
+        return need
+    said = f"is {text}" if text else "is not set (360 by default)"
     report.add(
         step.workflow.path,
         _job_timeout_line(step),
         "RQF203",
-        f"job `{step.job_id}` timeout-minutes {have} but these inputs need at least {need} "
+        f"job `{step.job_id}` timeout-minutes {said} but these inputs need at least {need} "
         f"({budget}); a coordinator that times out cannot clean up its child",
         f"set `timeout-minutes: {need}` or more on job `{step.job_id}`",
     )
+    return need
+
+
+def _runs_on(job: Node) -> tuple[list[str], Node | None]:
+    """The literal labels of a job's `runs-on` (string, list or `{group, labels}`), and its node."""
+    node = job.get("runs-on")
+    if node is None:
+        return [], None
+    labels = node.get("labels") if node.text is None and node.seq() == [] else node
+    if labels is None:
+        return [], node
+    texts = [labels.text] if labels.text is not None else [item.text or "" for item in labels.seq()]
+    return [t.strip() for t in texts if t.strip() and not is_expression(t)], node
+
+
+def _hosted_label(job: Node) -> str | None:
+    """The GitHub-hosted label (`ubuntu-*`, `windows-*`, `macos-*`) the job runs on, if it does."""
+    labels, node = _runs_on(job)
+    if node is None or node.get("group") is not None or len(labels) != 1:
+        return None
+    return labels[0] if _HOSTED_LABEL.match(labels[0]) else None
+
+
+def _hosted_timeout(
+    step: CoordinatorStep, hosted: str | None, need: int | None, report: Report
+) -> None:
+    node = step.job.get("timeout-minutes")
+    have = whole_minutes(node.text if node is not None else None)
+    if hosted is None or node is None or have is None or have <= _HOSTED_JOB_MINUTES:
+        return
+    if need is not None and need > _HOSTED_JOB_MINUTES:
+        return  # RQF203 already says the plan cannot fit on this runner
+    report.add(
+        step.workflow.path,
+        node.line,
+        "RQF217",
+        f"`timeout-minutes: {have}` on a GitHub-hosted runner (`{hosted}`): GitHub ends the job "
+        f"after {_HOSTED_JOB_MINUTES} minutes anyway",
+        f"set `timeout-minutes` to {_HOSTED_JOB_MINUTES} or less (and at least what `plan` says)",
+    )
+
+
+def _no_workload(step: CoordinatorStep, report: Report) -> None:
+    """RQF212-RQF214: the coordinator job holds no pool runner and runs no workload code."""
+    _runner(step, report)
+    path = step.workflow.path
+    steps = step.job.get("steps")
+    for item in steps.seq() if steps is not None else []:
+        uses = item.get("uses")
+        if uses is not None and is_checkout(uses.text) and _checks_out_source(item):
+            report.add(
+                path,
+                uses.line,
+                "RQF213",
+                f"job `{step.job_id}` checks out the source; the coordinator must not check out or "
+                "run workload code (on a pull request it is the author's code, next to a token "
+                "with `actions: write`)",
+                "remove the checkout; the child checks out the approved SHA after its guard",
+            )
+        run = item.get("run")
+        if run is not None:
+            report.add(
+                path,
+                run.line,
+                "RQF214",
+                f"job `{step.job_id}` runs a script next to the coordinator; the coordinator job "
+                "must not execute workload code (keep any such step to trusted bookkeeping)",
+                "move workload steps to the child, and preparation to a job before the coordinator",
+            )
+
+
+def _checks_out_source(step: Node) -> bool:
+    with_ = step.get("with")
+    repository = (with_.text_of("repository") if with_ is not None else None) or ""
+    return "".join(repository.split()).lower() in {"", "${{github.repository}}"}
+
+
+def _runner(step: CoordinatorStep, report: Report) -> None:
+    labels, node = _runs_on(step.job)
+    if node is None:
+        return
+    why = (
+        "the coordinator waits for hours and must not hold a managed pool runner, which its own "
+        "child (or other work) may be queued for"
+    )
+    fix = "run the coordinator on a GitHub-hosted runner such as `ubuntu-latest`"
+    group = node.get("group")
+    pool = [label for label in labels if parse_label(label) is not None]
+    lowered = [label.lower() for label in labels]
+    problem = ""
+    if group is not None:
+        problem = f"`runs-on` names the runner group `{group.text or ''}`"
+    elif pool:
+        problem = f"`runs-on` names the NVIDIA pool label `{pool[0]}`"
+    elif lowered == ["self-hosted"]:
+        problem = "`runs-on: self-hosted` may take any self-hosted runner, pool runners included"
+    if problem:
+        report.add(step.workflow.path, node.line, "RQF212", f"{problem}; {why}", fix)
+    elif "self-hosted" in lowered:
+        # A dedicated self-hosted label may be a machine outside the pools: lint cannot tell.
+        report.add(
+            step.workflow.path,
+            node.line,
+            "RQF212",
+            f"job `{step.job_id}` runs on a self-hosted runner ({', '.join(labels)}); make sure it "
+            f"is not a managed pool runner: {why}",
+            f"{fix}, or keep a dedicated label outside the managed pools",
+            level="warning",
+        )
 
 
 def _permissions(step: CoordinatorStep, report: Report) -> None:
@@ -281,13 +440,47 @@ def _trust(step: CoordinatorStep, report: Report) -> None:
             )
 
 
+def _pull_request(step: CoordinatorStep, report: Report) -> None:
+    """RQF215 and RQF216: what a pull-request trigger must not be combined with."""
+    events = {name for name, _ in events_of(step.workflow.root.get("on"))}
+    triggers = [name for name in _PR_EVENTS if name in events]
+    if not triggers:
+        return
+    on = " and ".join(f"`{name}`" for name in triggers)
+    path = step.workflow.path
+    if step.literal("source-policy") == "pinned-after-start":
+        report.add(
+            path,
+            step.line("source-policy"),
+            "RQF215",
+            f"`source-policy: pinned-after-start` in a workflow run on {on}; PR validation must "
+            "stop a worker whose pull request moved on (the policy is for trusted cache "
+            "preparation only)",
+            "keep the default `source-policy: current` here; set `pinned-after-start` only in a "
+            "separate trusted coordinator (a push to the default branch, say)",
+        )
+    for name, pattern in _RUN_REF.items():
+        value = step.text(name)
+        if not pattern.search("".join(value.split())):
+            continue
+        report.add(
+            path,
+            step.line(name),
+            "RQF216",
+            f"`{name}: {value}` skips the full-SHA approval gate: "
+            + "; ".join(_RUN_REF_MEANS[trigger] for trigger in triggers),
+            f"take `{name}` from an approval gate that names the full SHA (a dispatch input or a "
+            "trusted job output), as the example coordinator does",
+        )
+
+
 def _concurrency(step: CoordinatorStep, report: Report) -> None:
     if step.literal("source-policy") != "pinned-after-start":
         return
     for owner in (step.workflow.root, step.job):
         concurrency = owner.get("concurrency")
         cancel = concurrency.get("cancel-in-progress") if concurrency is not None else None
-        if cancel is not None and (cancel.text or "").strip() != "false":
+        if cancel is not None and not is_false(cancel):
             report.add(
                 step.workflow.path,
                 cancel.line,

@@ -9,6 +9,7 @@ from pathlib import Path
 from runner_queue_fallback.lint.child import dispatch_inputs, find_guard, lint_child, worker_job
 from runner_queue_fallback.lint.coordinator import (
     CoordinatorStep,
+    execution_minutes,
     find_coordinators,
     lint_coordinator,
 )
@@ -19,7 +20,9 @@ from runner_queue_fallback.lint.model import (
     Report,
     Workflow,
     is_expression,
+    is_true,
     load_workflow,
+    whole_minutes,
 )
 from runner_queue_fallback.profiles import Profile, load_profiles
 
@@ -98,7 +101,7 @@ class _Linter:
             lint_coordinator(step, self.report, self.profiles)
             found = self._child_of(step, child)
             if found is not None:
-                _pair(step, found, self.report)
+                _pair(step, found, self.report, execution_minutes(step, self.profiles))
 
     def _child(self, path: Path) -> Workflow | None:
         workflow = self._load(path)
@@ -143,7 +146,7 @@ class _Linter:
         return self._child(path)
 
 
-def _pair(step: CoordinatorStep, child: Workflow, report: Report) -> None:
+def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | None) -> None:
     trigger = dispatch_inputs(child)
     if trigger is not None:
         _inputs(step, child, trigger, report)
@@ -162,7 +165,7 @@ def _pair(step: CoordinatorStep, child: Workflow, report: Report) -> None:
             "protocol",
             f"use the guard from {step.ref.source}",
         )
-    _timeouts(step, child, job, report)
+    _timeouts(step, child, job, report, budget)
 
 
 def _inputs(step: CoordinatorStep, child: Workflow, trigger: Node, report: Report) -> None:
@@ -180,22 +183,37 @@ def _inputs(step: CoordinatorStep, child: Workflow, trigger: Node, report: Repor
             "`type: string`",
         )
     for name, node in declared.items():
-        if name not in CHILD_INPUTS:
+        if name in CHILD_INPUTS:
+            continue
+        fix = f"remove `{name}` and pass extra data in the `workload` JSON object"
+        if is_true(node.get("required")) and node.get("default") is None:
             report.add(
                 child.path,
                 node.line,
                 "RQF302",
-                f"the child declares `{name}`, which the coordinator never sends; if required, "
-                "every dispatch fails, otherwise it is always empty",
-                f"remove `{name}` and pass extra data in the `workload` JSON object",
+                f"the child requires `{name}`, which the coordinator never sends; GitHub rejects "
+                "every dispatch",
+                fix,
+            )
+        else:
+            report.add(
+                child.path,
+                node.line,
+                "RQF302",
+                f"the child declares `{name}`, which the coordinator never sends; it always takes "
+                "its default (or is empty)",
+                fix,
+                level="warning",
             )
 
 
-def _timeouts(step: CoordinatorStep, child: Workflow, job: Node, report: Report) -> None:
+def _timeouts(
+    step: CoordinatorStep, child: Workflow, job: Node, report: Report, budget: int | None
+) -> None:
     node = job.get("timeout-minutes")
     text = (node.text or "").strip() if node is not None else ""
-    budget = step.execution_minutes
-    if node is None or not text.isdigit() or budget is None or int(text) >= budget:
+    have = whole_minutes(text)
+    if node is None or have is None or budget is None or have >= budget:
         return
     report.add(
         child.path,

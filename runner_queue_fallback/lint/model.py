@@ -10,6 +10,8 @@ from typing import Final, Literal
 
 import yaml
 
+from runner_queue_fallback.inputs import _SHA, _whole
+
 __all__ = [
     "CHILD_INPUTS",
     "RULES",
@@ -20,11 +22,16 @@ __all__ = [
     "Report",
     "Rule",
     "Workflow",
+    "events_of",
     "has_secret",
+    "is_checkout",
     "is_expression",
+    "is_false",
+    "is_true",
     "load_workflow",
     "parse_uses",
     "permissions_of",
+    "whole_minutes",
     "wired_to",
 ]
 
@@ -81,7 +88,11 @@ _RULES = (
     Rule(
         "RQF118", "error", "child: permissions grant the guard `actions: read` and `contents: read`"
     ),
-    Rule("RQF119", "error", "child: no `continue-on-error` on the worker job or any of its steps"),
+    Rule(
+        "RQF119",
+        "error",
+        "child: no `continue-on-error` on the worker job or the guard (a warning on other steps)",
+    ),
     Rule(
         "RQF120",
         "error",
@@ -101,7 +112,7 @@ _RULES = (
     Rule(
         "RQF203",
         "error",
-        "coordinator: job `timeout-minutes` >= what `plan` computes for the inputs",
+        "coordinator: job `timeout-minutes` >= what `plan` computes (<= 360 on a hosted runner)",
     ),
     Rule("RQF204", "error", "coordinator: literal inputs pass the action's own validation"),
     Rule(
@@ -119,9 +130,33 @@ _RULES = (
     Rule("RQF209", "error", "coordinator: no `${{ secrets.* }}` in any input but `token`"),
     Rule("RQF210", "warning", "coordinator: a matrix of coordinators sets `strategy.max-parallel`"),
     Rule("RQF211", "warning", "coordinator: every `with:` key is an input of the action"),
+    Rule(
+        "RQF212",
+        "error",
+        "coordinator: the job holds no pool runner (`self-hosted` alone, an NVIDIA label, a group)",
+    ),
+    Rule("RQF213", "error", "coordinator: the job does not check out the source repository"),
+    Rule("RQF214", "warning", "coordinator: the job has no `run:` steps (workload code)"),
+    Rule(
+        "RQF215",
+        "error",
+        "coordinator: no `source-policy: pinned-after-start` on `pull_request(_target)`",
+    ),
+    Rule(
+        "RQF216",
+        "warning",
+        "coordinator: on `pull_request(_target)`, source-ref/sha are not `github.ref`/`github.sha`",
+    ),
+    Rule(
+        "RQF217",
+        "warning",
+        "coordinator: on a GitHub-hosted runner, job `timeout-minutes` is at most 360",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
-        "RQF302", "error", "pair: the child declares exactly the seven inputs the coordinator sends"
+        "RQF302",
+        "error",
+        "pair: the child declares the seven inputs the coordinator sends, and no other required one",
     ),
     Rule("RQF303", "error", "pair: coordinator and guard come from the same repository and ref"),
     Rule(
@@ -267,6 +302,37 @@ def load_workflow(path: Path, report: Report) -> Workflow | None:
     return Workflow(path, Node(root))
 
 
+def whole_minutes(text: str | None) -> int | None:
+    """A literal whole number of minutes such as `timeout-minutes: 135`, else None."""
+    return _whole((text or "").strip(), 9)
+
+
+def is_false(node: Node | None) -> bool:
+    """True for a YAML boolean false in any of its spellings (`false`, `False`, `FALSE`)."""
+    return node is not None and (node.text or "").strip().lower() == "false"
+
+
+def is_true(node: Node | None) -> bool:
+    """True for a YAML boolean true in any of its spellings (`true`, `True`, `TRUE`)."""
+    return node is not None and (node.text or "").strip().lower() == "true"
+
+
+def events_of(on: Node | None) -> list[tuple[str, int]]:
+    """The events of an `on:` in any of its three forms (name, list, mapping), each with its line."""
+    if on is None:
+        return []
+    if on.text is not None:
+        return [(on.text, on.line)]
+    if on.seq():
+        return [(item.text or "", item.line) for item in on.seq()]
+    return [(name, value.line) for name, value in on.items()]
+
+
+def is_checkout(uses: str | None) -> bool:
+    """True for a checkout action (`actions/checkout@v4`, `<org>/<repo>/checkout@ref`)."""
+    return (uses or "").strip().rpartition("@")[0].rstrip("/").endswith("checkout")
+
+
 def is_expression(text: str) -> bool:
     """True if the value contains a `${{ ... }}` expression."""
     return "${{" in text
@@ -304,7 +370,6 @@ def permissions_of(node: Node | None) -> str | dict[str, tuple[str, int]] | None
     return {scope: (value.text or "", value.line) for scope, value in node.items()}
 
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
 _TAG = re.compile(r"^v?\d+(\.\d+){0,3}([-+.][0-9A-Za-z][0-9A-Za-z.-]*)?$")
 _LOCAL_COORDINATOR = {".", "./", "./."}
 _LOCAL_GUARD = {"./guard", "./guard/"}
