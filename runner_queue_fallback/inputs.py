@@ -21,6 +21,7 @@ from runner_queue_fallback.profiles import Candidate, Profile
 
 __all__ = [
     "COORDINATOR_INPUTS",
+    "FULL_SHA",
     "GUARD_INPUTS",
     "CoordinatorInputs",
     "GuardInputs",
@@ -32,6 +33,7 @@ __all__ = [
     "read_guard_inputs",
     "read_pool_settings",
     "read_run_context",
+    "whole_number",
 ]
 
 #: Every coordinator input, as spelled in action.yml.
@@ -62,7 +64,7 @@ GUARD_INPUTS = (
 QueuePolicy = Literal["standard", "extended"]
 SourcePolicy = Literal["current", "pinned-after-start"]
 
-_SHA = re.compile(r"^[0-9a-f]{40}$")
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
 _SOURCE_REF = re.compile(r"^refs/(heads/\S+|tags/\S+|pull/\d+/(merge|head))$")
 _WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
 #: float() alone also takes '1_0', full-width digits and 'inf'
@@ -198,7 +200,7 @@ def _minutes(name: str, raw: str) -> float:
     return value
 
 
-def _whole(raw: str, max_digits: int) -> int | None:
+def whole_number(raw: str, max_digits: int) -> int | None:
     """A plain ASCII whole number (`str.isdigit` alone also accepts digits like '²'), else None."""
     if raw.isascii() and raw.isdigit() and len(raw) <= max_digits:
         return int(raw)
@@ -206,7 +208,7 @@ def _whole(raw: str, max_digits: int) -> int | None:
 
 
 def _execution_minutes(name: str, raw: str) -> int:
-    value = _whole(raw, 6)
+    value = whole_number(raw, 6)
     if value is None or not (1 <= value <= timing.EXECUTION_MINUTES_MAX):
         raise InputError(
             name,
@@ -218,14 +220,14 @@ def _execution_minutes(name: str, raw: str) -> int:
 
 
 def _positive_int(name: str, raw: str) -> int:
-    value = _whole(raw, 19)
+    value = whole_number(raw, 19)
     if value is None or value < 1:
         raise InputError(name, "must be a positive whole number", given=raw, allowed="1, 2, 3, ...")
     return value
 
 
 def _sha(name: str, raw: str) -> str:
-    if not _SHA.match(raw.lower()):
+    if not FULL_SHA.match(raw.lower()):
         raise InputError(
             name, "must be a full commit SHA", given=raw, allowed="40 hexadecimal characters"
         )
@@ -258,7 +260,11 @@ def _workflow(name: str, raw: str) -> str:
 def _workflow_ref(name: str, raw: str) -> str:
     """A branch or tag name: the dispatch API takes nothing else (not a SHA, not a pull ref)."""
     short = raw.removeprefix("refs/heads/").removeprefix("refs/tags/")
-    if any(ch.isspace() for ch in raw) or short.startswith("refs/") or _SHA.match(short.lower()):
+    if (
+        any(ch.isspace() for ch in raw)
+        or short.startswith("refs/")
+        or FULL_SHA.match(short.lower())
+    ):
         raise InputError(
             name,
             "must be a trusted branch or tag name",
@@ -407,11 +413,11 @@ def read_run_context(environ: Mapping[str, str]) -> RunContext:
         "GITHUB_REPOSITORY", lambda v: bool(re.match(r"^[\w.-]+/[\w.-]+$", v)), "owner/name"
     )
     run_id = need(
-        "GITHUB_RUN_ID", lambda v: _whole(v, 19) is not None, "a run id (set by the runner)"
+        "GITHUB_RUN_ID", lambda v: whole_number(v, 19) is not None, "a run id (set by the runner)"
     )
     attempt = need(
         "GITHUB_RUN_ATTEMPT",
-        lambda v: _whole(v, 9) is not None,
+        lambda v: whole_number(v, 9) is not None,
         "a run attempt (set by the runner)",
     )
     if errors:

@@ -10,7 +10,7 @@ from typing import Final, Literal
 
 import yaml
 
-from runner_queue_fallback.inputs import _SHA, _whole
+from runner_queue_fallback.inputs import FULL_SHA, whole_number
 
 __all__ = [
     "CHILD_INPUTS",
@@ -304,7 +304,7 @@ def load_workflow(path: Path, report: Report) -> Workflow | None:
 
 def whole_minutes(text: str | None) -> int | None:
     """A literal whole number of minutes such as `timeout-minutes: 135`, else None."""
-    return _whole((text or "").strip(), 9)
+    return whole_number((text or "").strip(), 9)
 
 
 def is_false(node: Node | None) -> bool:
@@ -391,7 +391,7 @@ class ActionRef:
     @property
     def pinned(self) -> bool:
         """True for a local path, a full commit SHA or a tag-like ref such as v1 or v1.2.3."""
-        return self.ref is None or bool(_SHA.match(self.ref) or _TAG.match(self.ref))
+        return self.ref is None or bool(FULL_SHA.match(self.ref) or _TAG.match(self.ref))
 
 
 def parse_uses(text: str | None) -> ActionRef | None:
