@@ -197,9 +197,9 @@ class Coordinator:
         """The commit of workflow-ref: the head SHA the child run must show."""
         ref = self.inputs.workflow_ref
         try:
-            return self.client.get_ref_sha(f"heads/{ref}")
+            return self.client.get_commit_sha(f"heads/{ref}")
         except NotFound:
-            return self.client.get_ref_sha(f"tags/{ref}")
+            return self.client.get_commit_sha(f"tags/{ref}")
 
     # -- dispatch -------------------------------------------------------------------------
 
@@ -406,7 +406,7 @@ class Coordinator:
         self._check_parent_still_active()
 
     def _check_source(self) -> None:
-        observed = self.client.get_ref_sha(self.inputs.source_ref)
+        observed = self.client.get_commit_sha(self.inputs.source_ref)
         if observed != self.inputs.source_sha:
             raise SequenceError(
                 f"source ref {self.inputs.source_ref} moved: expected {self.inputs.source_sha}, "

@@ -234,7 +234,7 @@ class Guard:
         """The source ref still points at the approved SHA."""
         ref = self.inputs.source_ref
         try:
-            sha = self.client.get_ref_sha(ref, deadline=self._deadline)
+            sha = self.client.get_commit_sha(ref, deadline=self._deadline)
         except NotFound:
             raise self._refuse(SOURCE, f"{ref} not found (HTTP 404)", _SOURCE_ADVICE) from None
         observed = f"{ref} at {sha}"

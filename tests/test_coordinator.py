@@ -380,3 +380,18 @@ def test_a_refused_read_during_cancellation_fails_at_once():
     assert "Cancellation check failed" not in result.log
     assert len(dispatch_posts(s.world)) == 1
     assert children(s.world)[0].conclusion == "cancelled"
+
+
+def test_an_annotated_tag_as_workflow_ref_and_source_ref():
+    """A protected annotated tag is peeled to its commit: the child's head SHA is that commit."""
+    s = Scenario().pools([], [], [])
+    s.world.add_annotated_tag("v1")
+    s.world.add_annotated_tag("release-7", s.sha)
+    s.inputs["workflow-ref"] = "v1"
+    s.inputs["source-ref"] = "refs/tags/release-7"
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert any(
+        e.path.endswith("/git/tags/" + sha) for e in s.world.ledger for sha in s.world.tag_objects
+    )
+    assert children(s.world)[0].workload_started_at is not None

@@ -403,6 +403,29 @@ def test_retry_after_is_honoured(
     ]
 
 
+def test_a_long_retry_after_is_capped_at_a_minute(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """Spec: at most one minute a wait, whatever retry-after asks for."""
+    error_reply(
+        mocked, 429, "You have exceeded a secondary rate limit", headers={"retry-after": "120"}
+    )
+    run_reply(mocked)
+    client.get_run(42)
+    assert clock.sleeps == [60.0]
+
+
+def test_retry_after_as_an_http_date(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """retry-after may be a date: the wait is measured from the Clock's now."""
+    when = (clock.now() + timedelta(seconds=20)).strftime("%a, %d %b %Y %H:%M:%S GMT")
+    error_reply(mocked, 429, "secondary rate limit", headers={"retry-after": when})
+    run_reply(mocked)
+    client.get_run(42)
+    assert clock.sleeps == [20.0]
+
+
 @pytest.mark.parametrize(
     ("ahead", "wait"),
     [

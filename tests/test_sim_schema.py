@@ -11,6 +11,7 @@ from githubkit_schemas.v2026_03_10.models import (
     ContentFile,
     EmptyObject,
     GitRef,
+    GitTag,
     Job,
     ReposOwnerRepoActionsRunsRunIdAttemptsAttemptNumberJobsGetResponse200,
     ReposOwnerRepoActionsRunsRunIdJobsGetResponse200,
@@ -136,3 +137,15 @@ def test_parent_runs_lists_refs_contents_and_errors_validate():
         reply = get(world, path)
         assert reply.status == 404
         assert strict(BasicError, reply.body).status == "404"
+
+
+def test_annotated_tags_validate_and_point_through_a_tag_object():
+    """An annotated tag's ref names a tag object; GET git/tags/{sha} gives the commit."""
+    world = make_world(FakeClock())
+    commit = world.refs["heads/main"]
+    tag_sha = world.add_annotated_tag("v1", commit)
+    ref = strict(GitRef, get(world, "/git/ref/tags/v1").body)
+    assert (ref.object_.type, ref.object_.sha) == ("tag", tag_sha)
+    tag = strict(GitTag, get(world, f"/git/tags/{tag_sha}").body)
+    assert (tag.object_.type, tag.object_.sha) == ("commit", commit)
+    assert get(world, f"/git/tags/{'0' * 40}").status == 404

@@ -38,6 +38,7 @@ from runner_queue_fallback.github.models import (
     ContentFile,
     DispatchResult,
     GitRef,
+    GitTag,
     Job,
     JobList,
     WorkflowRun,
@@ -60,6 +61,7 @@ API_VERSION: Final = "2026-03-10"
 USER_AGENT: Final = "runner-queue-fallback"
 
 _MESSAGE_LIMIT = 300
+_MAX_TAG_HOPS = 3  # a tag of a tag of a tag is already unusual
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 _T = TypeVar("_T")
 
@@ -241,6 +243,22 @@ class GitHubClient:
         name = ref.removeprefix("refs/")
         path = f"{self._repo_path}/git/ref/{quote(name, safe='/')}"
         return self._get(path, {}, GitRef, deadline).object.sha
+
+    def get_commit_sha(self, ref: str, *, deadline: float | None = None) -> str:
+        """The commit a fully qualified ref points at, peeling an annotated tag to its commit.
+
+        A lightweight tag or a branch costs one request; an annotated tag one more
+        (`GET .../git/tags/{sha}`), since its ref names the tag object, not the commit.
+        """
+        name = ref.removeprefix("refs/")
+        path = f"{self._repo_path}/git/ref/{quote(name, safe='/')}"
+        target = self._get(path, {}, GitRef, deadline).object
+        for _ in range(_MAX_TAG_HOPS):
+            if target.type != "tag":
+                return target.sha
+            tag_path = f"{self._repo_path}/git/tags/{target.sha}"
+            target = self._get(tag_path, {}, GitTag, deadline).object
+        raise TransportError("GET", path, f"tag {ref} points at more than {_MAX_TAG_HOPS} tags")
 
     def get_file_sha(self, path: str, ref: str, *, deadline: float | None = None) -> str:
         """The blob SHA of the file `path` at `ref` (a branch, tag or commit SHA)."""

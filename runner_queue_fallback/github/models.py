@@ -18,6 +18,7 @@ __all__ = [
     "DispatchResult",
     "GitObject",
     "GitRef",
+    "GitTag",
     "Job",
     "JobList",
     "Step",
@@ -128,6 +129,13 @@ class GitRef(_Reply):
     """`GET /repos/{o}/{r}/git/ref/{ref}`."""
 
     ref: str
+    object: GitObject
+
+
+class GitTag(_Reply):
+    """`GET /repos/{o}/{r}/git/tags/{sha}`: an annotated tag object and what it points at."""
+
+    sha: str
     object: GitObject
 
 

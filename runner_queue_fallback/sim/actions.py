@@ -116,6 +116,8 @@ class ActionsModel:
         self.default_branch = default_branch
         self.refs: dict[str, str] = {}
         self.commits: dict[str, dict[str, WorkflowFile]] = {}
+        #: annotated tag objects: tag object SHA -> (tag name, commit SHA it points at)
+        self.tag_objects: dict[str, tuple[str, str]] = {}
         self.runs: dict[int, FakeRun] = {}
         self.pools: dict[PoolKey, Pool] = {}
         self.history: dict[int, RunHistory] = {}
@@ -145,6 +147,15 @@ class ActionsModel:
             self.commits.setdefault(sha, dict(self.commits.get(base or "", {})))
             self.refs[ref] = sha
             return sha
+
+    def add_annotated_tag(self, name: str, commit: str | None = None) -> str:
+        """Create `tags/<name>` as an annotated tag: the ref points at a tag object, not a commit."""
+        with self._lock:
+            commit = commit or self.refs[f"heads/{self.default_branch}"]
+            tag_sha = fake_commit_sha("annotated tag", name, commit)
+            self.tag_objects[tag_sha] = (name, commit)
+            self.refs[f"tags/{name}"] = tag_sha
+            return tag_sha
 
     def move_ref(self, ref: str, new_sha: str | None = None, *, at: float | None = None) -> str:
         """Point `ref` at `new_sha` (a new commit if omitted), now or at virtual time `at`."""
@@ -283,10 +294,14 @@ class ActionsModel:
         name = ref.removeprefix("refs/")
         for candidate in (name, f"heads/{name}", f"tags/{name}"):
             if candidate.startswith(("heads/", "tags/")) and candidate in self.refs:
-                return candidate, self.refs[candidate]
+                return candidate, self.peel(self.refs[candidate])
         if allow_sha and ref in self.commits:
             return ref, ref
         return None
+
+    def peel(self, sha: str) -> str:
+        """The commit an object SHA stands for: an annotated tag object resolves to its commit."""
+        return self.tag_objects[sha][1] if sha in self.tag_objects else sha
 
     def visible_run(self, run_id: int) -> FakeRun | None:
         """The run if GitHub would show it now, else None (404)."""

@@ -217,13 +217,29 @@ class Renderer:
             "completed_at": None if step.completed_at is None else self.time(step.completed_at),
         }
 
-    def git_ref(self, ref: str, sha: str) -> dict[str, Any]:
-        """A git-ref."""
+    def git_ref(self, ref: str, sha: str, *, kind: str = "commit") -> dict[str, Any]:
+        """A git-ref; `kind` is `tag` when it points at an annotated tag object."""
         return {
             "ref": f"refs/{ref}",
             "node_id": f"REF_sim{sha[:12]}",
             "url": f"{self.repo_api}/git/refs/{ref}",
-            "object": {"type": "commit", "sha": sha, "url": f"{self.repo_api}/git/commits/{sha}"},
+            "object": {"type": kind, "sha": sha, "url": f"{self.repo_api}/git/{kind}s/{sha}"},
+        }
+
+    def git_tag(self, tag_sha: str, name: str, commit: str) -> dict[str, Any]:
+        """A git-tag: an annotated tag object and the commit it points at."""
+        return {
+            "node_id": f"TAG_sim{tag_sha[:12]}",
+            "tag": name,
+            "sha": tag_sha,
+            "url": f"{self.repo_api}/git/tags/{tag_sha}",
+            "message": f"Release {name}",
+            "tagger": {"date": self.time(0.0), "email": "release@example.test", "name": "Release"},
+            "object": {
+                "sha": commit,
+                "type": "commit",
+                "url": f"{self.repo_api}/git/commits/{commit}",
+            },
         }
 
     def content_file(self, path: str, ref: str, wf: WorkflowFile) -> dict[str, Any]:

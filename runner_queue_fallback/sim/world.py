@@ -47,6 +47,7 @@ _ROUTES: list[_Route] = [
     ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<n>\d+)/jobs"), "_get_jobs"),
     ("POST", re.compile(r"/actions/runs/(?P<run_id>\d+)/(?P<how>cancel|force-cancel)"), "_cancel"),
     ("GET", re.compile(r"/git/ref/(?P<ref>.+)"), "_git_ref"),
+    ("GET", re.compile(r"/git/tags/(?P<sha>[0-9a-f]{40})"), "_git_tag"),
     ("GET", re.compile(r"/contents/(?P<path>.+)"), "_contents"),
 ]
 
@@ -402,7 +403,16 @@ class FakeGitHub(ActionsModel):
         sha = self.refs.get(ref)
         if sha is None:
             return 404, error("Not Found", 404)
-        return 200, self.render.git_ref(ref, sha)
+        return 200, self.render.git_ref(
+            ref, sha, kind="tag" if sha in self.tag_objects else "commit"
+        )
+
+    def _git_tag(self, sha: str, params: Mapping[str, str], body: bytes) -> _Served:
+        del params, body
+        if sha not in self.tag_objects:
+            return 404, error("Not Found", 404)
+        name, commit = self.tag_objects[sha]
+        return 200, self.render.git_tag(sha, name, commit)
 
     def _contents(self, path: str, params: Mapping[str, str], body: bytes) -> _Served:
         del body
