@@ -230,7 +230,7 @@ class GitHubClient:
         since = created_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/runs"
         params = {"event": "workflow_dispatch", "created": f">={since}", "per_page": "100"}
-        runs = self._get(path, params, WorkflowRunList, deadline).workflow_runs
+        runs = self._get(path, params, WorkflowRunList, deadline, cacheable=False).workflow_runs
         return [run for run in runs if run.display_title == run_name]
 
     def get_ref_sha(self, ref: str, *, deadline: float | None = None) -> str:
@@ -283,8 +283,14 @@ class GitHubClient:
         params: Mapping[str, str],
         model: type[_ModelT],
         deadline: float | None,
+        *,
+        cacheable: bool = True,
     ) -> _ModelT:
-        """GET `path` with retries and parse the reply into `model`."""
+        """GET `path` with retries and parse the reply into `model`.
+
+        `cacheable=False` for URLs that never repeat (a search with a time in its query): keeping
+        their bodies for conditional requests would only grow the cache.
+        """
 
         def attempt(number: int) -> _ModelT:
             url = self._url(path, params)
@@ -299,7 +305,7 @@ class GitHubClient:
                 raise self._api_error("GET", path, response, attempts=number)
             parsed = self._parse("GET", path, body, model, number)
             etag = response.headers.get("ETag")
-            if self._conditional and response.status_code == 200 and etag:
+            if cacheable and self._conditional and response.status_code == 200 and etag:
                 self._cache[url] = _Cached(etag, body)
             return parsed
 
