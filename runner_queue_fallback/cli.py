@@ -171,13 +171,19 @@ def _client(
 
 
 @contextmanager
-def _signals_interrupt() -> Iterator[None]:
-    """Turn SIGINT and SIGTERM (the runner cancelling the step) into Interrupted, then restore."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
+def _signals_interrupt() -> Iterator[Callable[[], None]]:
+    """Turn SIGINT and SIGTERM (the runner cancelling the step) into Interrupted, then restore.
 
+    Yields `settle`: once called, signals no longer interrupt (the outputs are being written).
+    """
     received: list[str] = []
+
+    def settle() -> None:
+        received.append("settled")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield settle
+        return
 
     def handler(signum: int, _frame: object) -> None:
         # The runner sends SIGINT, then SIGTERM 7.5 s later: only the first one interrupts, so
@@ -188,7 +194,7 @@ def _signals_interrupt() -> Iterator[None]:
 
     previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        yield
+        yield settle
     finally:
         for sig, old in previous.items():
             signal.signal(sig, old)
@@ -202,9 +208,10 @@ def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
     reporter.mask(token)
     clock = ctx.clock_factory()
     client = _client(ctx, run, token, clock, reporter)
-    with _signals_interrupt():
+    with _signals_interrupt() as settle:
         result = Coordinator(inputs, run, client, clock, reporter).run()
-    publish(result, reporter)
+        settle()  # a late signal must not cut the outputs and the summary short
+        publish(result, reporter)
     stats = client.stats
     reporter.log(
         f"API requests: {stats.sent} sent, {stats.not_modified} answered 304 (free), "
@@ -243,11 +250,13 @@ def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
             reporter.log(f"Child run {run_id} is already completed: nothing to clean up")
             return EXIT_OK
     result = cancel_and_confirm(client, clock, run_id, log=reporter.log)
-    reporter.summary(f"**Post-step cleanup:** {result.describe()}\n")
+    url = state.get("child-run-url", "") if str(run_id) == state.get("child-run-id") else ""
+    link = f" View worker job logs here (run link): {url}" if url else ""
+    reporter.summary(f"**Post-step cleanup:** {result.describe()}{link}\n")
     if result.confirmed:
-        reporter.log(result.describe())
+        reporter.log(f"{result.describe()}{link}")
         return EXIT_OK
-    reporter.error(result.describe(), title="Cleanup not confirmed")
+    reporter.error(f"{result.describe()}{link}", title="Cleanup not confirmed")
     return EXIT_FAILED
 
 

@@ -87,8 +87,12 @@ class Result:
     @property
     def last(self) -> Attempt | None:
         """The last dispatched attempt: the one the outputs describe."""
-        dispatched = [a for a in self.attempts if a.dispatched_at is not None]
-        return dispatched[-1] if dispatched else None
+        return self.dispatched[-1] if self.dispatched else None
+
+    @property
+    def dispatched(self) -> list[Attempt]:
+        """The attempts whose dispatch was sent."""
+        return [a for a in self.attempts if a.dispatched_at is not None]
 
 
 class Coordinator:
@@ -150,7 +154,7 @@ class Coordinator:
         for number, candidate in enumerate(candidates, start=1):
             attempt = Attempt(number, candidate, self._request_id(number))
             self.result.attempts.append(attempt)
-            with self.report.group(f"Candidate {number}/{len(candidates)}: {_pool(candidate)}"):
+            with self.report.group(f"Candidate {number}/{len(candidates)}: {candidate.pool_text}"):
                 if self._try(attempt):
                     return
         raise SequenceError(
@@ -231,7 +235,7 @@ class Coordinator:
         self._set_active(attempt, reply.workflow_run_id, reply.html_url)
         attempt.outcome = "dispatched"
         self.report.notice(
-            f"Child {attempt.request_id} dispatched to {_pool(attempt.candidate)}: {reply.html_url}",
+            f"Child {attempt.request_id} dispatched to {attempt.candidate.pool_text}: {reply.html_url}",
             title=f"Candidate {attempt.number}",
         )
 
@@ -256,6 +260,7 @@ class Coordinator:
         self._in_flight = None
         self.report.save_state("child-run-id", str(run_id))
         self.report.save_state("child-request-id", attempt.request_id)
+        self.report.save_state("child-run-url", url)
 
     def _find_interrupted_dispatch(self, deadline: float) -> None:
         """A signal came while a dispatch was in flight: find its run by run-name before `deadline`.
@@ -548,6 +553,9 @@ class Coordinator:
     # -- cleanup --------------------------------------------------------------------------
 
     def _clean_up(self, window: float) -> None:
+        for attempt in self.result.attempts:  # a wait that ended by an error is still a wait
+            if attempt.queued_at is not None and attempt.queue_left_at is None:
+                attempt.queue_left_at = self.clock.monotonic()
         if self._active is None:
             return
         self.result.cleanup = cancel_and_confirm(
@@ -563,10 +571,6 @@ def _reported_over(observation: Observation) -> bool:
     return observation.run.status == "completed" or any(
         job.status == "completed" for job in observation.jobs
     )
-
-
-def _pool(candidate: Candidate) -> str:
-    return f"{candidate.group} / {candidate.label_text}"
 
 
 def _seconds(value: float) -> str:

@@ -86,6 +86,11 @@ class Candidate:
         return json.dumps(self.runner(), separators=(",", ":"))
 
     @property
+    def pool_text(self) -> str:
+        """`group / labels`, as logs and summaries name the pool."""
+        return f"{self.group} / {self.label_text}"
+
+    @property
     def label_text(self) -> str:
         """Labels as one readable string."""
         return self.labels if isinstance(self.labels, str) else ",".join(self.labels)

@@ -37,8 +37,7 @@ def attempts_json(result: Result) -> str:
             "queued-seconds": None if a.queued_seconds is None else round(a.queued_seconds, 1),
             "outcome": a.outcome,
         }
-        for a in result.attempts
-        if a.dispatched_at is not None
+        for a in result.dispatched
     ]
     return json.dumps(entries, separators=(",", ":"))
 
@@ -46,7 +45,7 @@ def attempts_json(result: Result) -> str:
 def outputs(result: Result) -> dict[str, str]:
     """The action outputs: they identify the last dispatch."""
     last = result.last
-    dispatched = sum(1 for a in result.attempts if a.dispatched_at is not None)
+    dispatched = len(result.dispatched)
     return {
         "run-id": str(last.run_id) if last and last.run_id else "",
         "run-url": (last.run_url or "") if last else "",
@@ -59,7 +58,7 @@ def outputs(result: Result) -> dict[str, str]:
 def summary_markdown(result: Result) -> str:
     """The step summary in GitHub Markdown; every string from the API is escaped."""
     last = result.last
-    pool = f"{last.candidate.group} / {last.candidate.label_text}" if last else "no pool"
+    pool = last.candidate.pool_text if last else "no pool"
     title = "succeeded" if result.success else "failed"
     lines = [f"## Runner queue fallback {title} ({escape_markdown(pool)})", ""]
     lines += [
@@ -69,7 +68,7 @@ def summary_markdown(result: Result) -> str:
     for a in result.attempts:
         wait = "-" if a.queued_seconds is None else f"{a.queued_seconds:.0f} s"
         child = f"[{a.run_id}]({a.run_url})" if a.run_id and a.run_url else "-"
-        pool = escape_markdown(f"{a.candidate.group} / {a.candidate.label_text}")
+        pool = escape_markdown(a.candidate.pool_text)
         lines.append(
             f"| {a.number} | {pool} | {a.candidate.queue_minutes:g} min | {wait} | {child} "
             f"| {escape_markdown(a.outcome)} |"

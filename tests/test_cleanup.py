@@ -45,14 +45,16 @@ def test_post_step_cancels_and_confirms_the_saved_child(tmp_path: Path):
     world = busy_world(clock)
     run_id = dispatch(world, "rqf-1", labels="linux-amd64-cpu8")
     clock.advance(30)
-    code, log = post_step(
-        world,
-        clock,
-        {"request-id": "rqf-1", "child-run-id": str(run_id), "child-request-id": "rqf-1"},
-        tmp_path,
-    )
+    state = {
+        "request-id": "rqf-1",
+        "child-run-id": str(run_id),
+        "child-request-id": "rqf-1",
+        "child-run-url": f"https://github.test/runs/{run_id}",
+    }
+    code, log = post_step(world, clock, state, tmp_path)
     assert code == 0
     assert f"cleanup confirmed: child run {run_id}" in log
+    assert f"View worker job logs here (run link): https://github.test/runs/{run_id}" in log
     assert world.history[run_id].conclusion == "cancelled"
     assert "ghs_post_token" not in log.replace("::add-mask::ghs_post_token", "")
 

@@ -33,6 +33,13 @@ def test_the_first_signal_interrupts_and_the_second_cannot_break_the_cleanup():
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
+def test_once_settled_a_signal_no_longer_interrupts():
+    """While the outputs are written a late signal must not cut them short."""
+    with _signals_interrupt() as settle:
+        settle()
+        os.kill(os.getpid(), signal.SIGTERM)  # no exception
+
+
 def test_handlers_are_restored_after_the_step():
     before = signal.getsignal(signal.SIGINT)
     with _signals_interrupt():
