@@ -5,7 +5,6 @@ The coordinator decides on these observations only; nothing here does I/O.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 
 from runner_queue_fallback.github.models import Job, WorkflowRun
@@ -16,7 +15,6 @@ __all__ = [
     "WORKER_JOB",
     "Expected",
     "Observation",
-    "Phase",
 ]
 
 WORKER_JOB = "worker"
@@ -25,15 +23,6 @@ GRACE_RUN_STATUSES = frozenset({"queued", "requested", "pending"})
 #: The state of a run that is running the step we are in.
 ACTIVE_RUN_STATUSES = frozenset({"in_progress"})
 _UNSTARTED_STEP = frozenset({"queued", "pending", "waiting", "requested"})
-
-
-class Phase(enum.Enum):
-    """Where a child stands, as far as the API shows."""
-
-    NO_JOBS = "visible, no job yet"
-    QUEUED = "queued, no runner"
-    ALLOCATED = "runner allocated"
-    COMPLETED = "completed"
 
 
 @dataclass(frozen=True)
@@ -91,15 +80,6 @@ class Observation:
     def has_evidence(self) -> bool:
         """Whether a runner was allocated or a step started: from here on there is no fallback."""
         return any(_job_evidence(job) for job in self.jobs)
-
-    @property
-    def phase(self) -> Phase:
-        """The phase of the child as a whole."""
-        if self.has_evidence:
-            return Phase.COMPLETED if self.finished else Phase.ALLOCATED
-        if not self.jobs:
-            return Phase.COMPLETED if self.run.status == "completed" else Phase.NO_JOBS
-        return Phase.COMPLETED if self.finished else Phase.QUEUED
 
     @property
     def finished(self) -> bool:
