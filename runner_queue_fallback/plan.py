@@ -42,6 +42,11 @@ class Plan:
         total = self.queue_minutes + self.settings.execution_timeout_minutes + self.overhead_minutes
         return math.ceil(total)
 
+    @property
+    def fits_hosted_runner(self) -> bool:
+        """Whether the coordinator fits in a GitHub-hosted runner's job time limit."""
+        return self.timeout_minutes <= timing.HOSTED_JOB_LIMIT_MINUTES
+
     def as_dict(self) -> dict[str, object]:
         """The plan as JSON-ready data."""
         return {
@@ -56,6 +61,7 @@ class Plan:
             "execution-timeout-minutes": self.settings.execution_timeout_minutes,
             "overhead-minutes": self.overhead_minutes,
             "timeout-minutes": self.timeout_minutes,
+            "fits-hosted-runner": self.fits_hosted_runner,
         }
 
     def render(self) -> str:
@@ -85,6 +91,12 @@ class Plan:
             ),
             f"coordinator job needs timeout-minutes >= {self.timeout_minutes}",
         ]
+        if not self.fits_hosted_runner:
+            lines.append(
+                f"note: over the {timing.HOSTED_JOB_LIMIT_MINUTES}-minute limit of a job on a "
+                "GitHub-hosted runner; run the coordinator on a self-hosted runner outside the "
+                "pools, or shorten the queues or the execution timeout"
+            )
         return "\n".join(lines)
 
 

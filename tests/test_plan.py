@@ -106,3 +106,25 @@ def test_invalid_input_prints_only_the_error(capsys: pytest.CaptureFixture[str],
     assert "input 'runner-type'" in out
     assert len(out.strip().splitlines()) == 1
     assert adapter.sent == []
+
+
+def test_a_budget_over_the_hosted_job_limit_is_pointed_out(capsys: pytest.CaptureFixture[str]):
+    """GitHub ends a hosted job after 360 minutes: plan says so when the budget is larger."""
+    assert (
+        plan_json("--runner-type", "gpu", "--queue-policy", "extended")["fits-hosted-runner"]
+        is False
+    )
+    assert plan_json("--runner-type", "cpu")["fits-hosted-runner"] is True
+    main(
+        [
+            "plan",
+            "--runner-type",
+            "gpu",
+            "--queue-policy",
+            "extended",
+            "--execution-timeout-minutes",
+            "181",
+        ],
+        {},
+    )
+    assert "360-minute limit" in capsys.readouterr().out
