@@ -110,21 +110,10 @@ def test_invalid_input_prints_only_the_error(capsys: pytest.CaptureFixture[str],
 
 def test_a_budget_over_the_hosted_job_limit_is_pointed_out(capsys: pytest.CaptureFixture[str]):
     """GitHub ends a hosted job after 360 minutes: plan says so when the budget is larger."""
-    assert (
-        plan_json("--runner-type", "gpu", "--queue-policy", "extended")["fits-hosted-runner"]
-        is False
-    )
-    assert plan_json("--runner-type", "cpu")["fits-hosted-runner"] is True
-    main(
-        [
-            "plan",
-            "--runner-type",
-            "gpu",
-            "--queue-policy",
-            "extended",
-            "--execution-timeout-minutes",
-            "181",
-        ],
-        {},
-    )
+    flags = ["--runner-type", "gpu", "--queue-policy", "extended"]
+    assert plan_json(*flags)["timeout-minutes"] == 360
+    assert plan_json(*flags)["fits-hosted-runner"] is True
+    over = plan_json(*flags, "--execution-timeout-minutes", "181")
+    assert (over["timeout-minutes"], over["fits-hosted-runner"]) == (361, False)
+    main(["plan", *flags, "--execution-timeout-minutes", "181"], {})
     assert "360-minute limit" in capsys.readouterr().out
