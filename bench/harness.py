@@ -9,17 +9,20 @@ from __future__ import annotations
 import io
 import json
 import math
+import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from pathlib import Path
+from typing import Any, Literal, TypeVar, cast
 
 from bench.baseline import OriginalCoordinator
-from runner_queue_fallback.coordinator import Coordinator
+from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.coordinator import Coordinator, Result
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.inputs import env_name, read_coordinator_inputs, read_run_context
-from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.profiles import Profile, load_profiles
 from runner_queue_fallback.report import Reporter
 from runner_queue_fallback.sim import (
     FakeGitHub,
@@ -31,7 +34,12 @@ from runner_queue_fallback.sim import (
 )
 from runner_queue_fallback.sim.model import Workload
 from runner_queue_fallback.sim.world import QUOTA_WINDOW
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SOURCE_REF
+from runner_queue_fallback.simulation import (
+    PARENT_RUN_ID,
+    coordinator_environ,
+    standard_world,
+    with_defaults,
+)
 
 __all__ = [
     "FOREVER",
@@ -40,9 +48,11 @@ __all__ = [
     "ChildTimeline",
     "CoordinatorRecord",
     "CoordinatorSpec",
+    "LedgerTotals",
     "PoolSpec",
     "Trial",
     "Variant",
+    "ledger_totals",
     "simulate",
 ]
 
@@ -53,6 +63,29 @@ FOREVER = math.inf
 _FAR = 10.0**9  # "busy forever" as a finite interval end for the fake's pools
 _T = TypeVar("_T")
 RATE_LIMIT_STATUSES = frozenset({403, 429})  # no faults are injected: every 403/429 is a limit
+#: One coordinator of a lane: (start, index, its `run`, its client).
+_Job = tuple[float, int, Callable[[], Result], GitHubClient]
+
+
+@dataclass(frozen=True)
+class LedgerTotals:
+    """Requests of some ledger entries: sent, counted (primary limit), 304s, rate-limit replies."""
+
+    sent: int = 0
+    counted: int = 0
+    not_modified: int = 0
+    rate_limited: int = 0
+
+
+def ledger_totals(entries: Iterable[LedgerEntry]) -> LedgerTotals:
+    """The one place ledger entries are added up (a 304 and a rate-limit reply do not count)."""
+    sent = counted = not_modified = rate_limited = 0
+    for entry in entries:
+        sent += 1
+        counted += int(entry.counted)
+        not_modified += int(entry.status == 304)
+        rate_limited += int(entry.status in RATE_LIMIT_STATUSES and not entry.counted)
+    return LedgerTotals(sent, counted, not_modified, rate_limited)
 
 
 @dataclass(frozen=True)
@@ -136,24 +169,9 @@ class CoordinatorRecord:
     children: list[ChildTimeline] = field(default_factory=list)
 
     @property
-    def sent(self) -> int:
-        """Requests the fake received from this coordinator."""
-        return len(self.entries)
-
-    @property
-    def counted(self) -> int:
-        """Requests that counted against the primary rate limit."""
-        return sum(1 for e in self.entries if e.counted)
-
-    @property
-    def not_modified(self) -> int:
-        """304 replies (free)."""
-        return sum(1 for e in self.entries if e.status == 304)
-
-    @property
-    def rate_limited(self) -> int:
-        """Replies that were a rate limit (not counted by GitHub)."""
-        return sum(1 for e in self.entries if e.status in RATE_LIMIT_STATUSES and not e.counted)
+    def totals(self) -> LedgerTotals:
+        """The requests the fake received from this coordinator."""
+        return ledger_totals(self.entries)
 
     @property
     def orphans(self) -> int:
@@ -216,9 +234,14 @@ class Trial:
     virtual_seconds: float
 
     @property
+    def totals(self) -> LedgerTotals:
+        """The requests of every coordinator of the trial."""
+        return ledger_totals(entry for record in self.records for entry in record.entries)
+
+    @property
     def rate_limited(self) -> int:
         """Rate-limit replies over the whole trial."""
-        return sum(r.rate_limited for r in self.records)
+        return self.totals.rate_limited
 
     @property
     def leaked_children(self) -> int:
@@ -243,52 +266,101 @@ def simulate(
     world = TimedFakeGitHub(
         clock, quota=quota, timings=Timings(latency=latency, timeout_minutes=1e5)
     )
-    world.add_workflow("runner-worker.yml", "main")
-    sha = world.add_ref(SOURCE_REF.removeprefix("refs/"))
+    # The clock only builds a world when none is given; ours is a VirtualClock.
+    standard_world(cast("FakeClock", clock), world)
     profiles = load_profiles()
     ends: list[float] = [0.0] * len(specs)
     starts: list[float] = [spec.start for spec in specs]
-    outcomes: list[tuple[Any, GitHubClient] | None] = [None] * len(specs)
-    lanes: dict[object, list[tuple[float, int, Callable[[], Any], GitHubClient]]] = {}
-    for index, spec in enumerate(specs):
-        parent = PARENT_RUN_ID + index
-        world.add_parent_run(parent)
-        group = f"bench-{index:03d}"
-        for pool in spec.pools:
-            busy = [] if pool.busy_for <= 0 else [(0.0, min(_FAR, spec.start + pool.busy_for))]
-            world.add_pool(
-                group,
-                pool.labels,
-                runners=1,
-                busy=busy,
-                workload=Workload(duration=pool.workload_seconds),
-            )
-        token = f"ghs_bench_{variant.replace('-', '_')}_{index:04d}"
-        environ = _environ(world, spec, group=group, parent=parent, sha=sha, token=token)
-        inputs = read_coordinator_inputs(environ, profiles)
-        ctx = read_run_context(environ)
-        client = GitHubClient(
-            world.session(),
-            ctx.api_url,
-            ctx.repository,
-            token,
-            clock,
-            conditional=variant == "ours",
+    outcomes: list[tuple[Result, GitHubClient] | None] = [None] * len(specs)
+    lanes: dict[object, list[_Job]] = {}
+    with tempfile.TemporaryDirectory(prefix="rqf-bench-") as tmp:  # GITHUB_OUTPUT etc.
+        for index, spec in enumerate(specs):
+            environ = _environ(world, spec, index, variant=variant, files=Path(tmp))
+            key = ("lane", spec.lane) if spec.lane is not None else ("own", index)
+            run, client = _coordinator(variant, world, clock, environ, profiles)
+            lanes.setdefault(key, []).append((spec.start, index, run, client))
+        participants = [
+            _lane(clock, sorted(jobs), outcomes=outcomes, starts=starts, ends=ends)
+            for jobs in lanes.values()
+        ]
+        cpu = time.process_time()
+        clock.run_all(participants)
+        cpu = time.process_time() - cpu
+    records = _records(world, specs, variant, outcomes, starts=starts, ends=ends)
+    return Trial(
+        variant=variant,
+        quota=quota,
+        latency=latency,
+        records=records,
+        ledger=list(world.ledger),
+        history=list(world.history.values()),
+        cpu_seconds=cpu,
+        fake_cpu_seconds=world.fake_cpu,
+        virtual_seconds=clock.monotonic(),
+    )
+
+
+def _coordinator(
+    variant: Variant,
+    world: FakeGitHub,
+    clock: VirtualClock,
+    environ: Mapping[str, str],
+    profiles: Mapping[str, Profile],
+) -> tuple[Callable[[], Result], GitHubClient]:
+    """One coordinator of `variant` (ours, or the baseline's subclass) and its own client."""
+    ctx = read_run_context(environ)
+    inputs = read_coordinator_inputs(environ, profiles)
+    token = inputs.token.get_secret_value()
+    client = GitHubClient(
+        world.session(), ctx.api_url, ctx.repository, token, clock, conditional=variant == "ours"
+    )
+    kind = OriginalCoordinator if variant == "baseline" else Coordinator
+    return kind(inputs, ctx, client, clock, Reporter(io.StringIO())).run, client
+
+
+def _environ(
+    world: FakeGitHub, spec: CoordinatorSpec, index: int, *, variant: Variant, files: Path
+) -> dict[str, str]:
+    """Add coordinator `index`'s runner group and parent run; return its step environment."""
+    parent = PARENT_RUN_ID + index
+    token = f"ghs_bench_{variant.replace('-', '_')}_{index:04d}"
+    group = f"bench-{index:03d}"
+    for pool in spec.pools:
+        busy = [] if pool.busy_for <= 0 else [(0.0, min(_FAR, spec.start + pool.busy_for))]
+        world.add_pool(
+            group,
+            pool.labels,
+            runners=1,
+            busy=busy,
+            workload=Workload(duration=pool.workload_seconds),
         )
-        runner: Callable[[], Any]
-        if variant == "baseline":
-            runner = OriginalCoordinator(inputs, ctx, client, clock).run
-        else:
-            runner = Coordinator(inputs, ctx, client, clock, Reporter(io.StringIO())).run
-        key = ("lane", spec.lane) if spec.lane is not None else ("own", index)
-        lanes.setdefault(key, []).append((spec.start, index, runner, client))
-    participants = [
-        _lane(clock, sorted(jobs), outcomes=outcomes, starts=starts, ends=ends)
-        for jobs in lanes.values()
+    if parent not in world.runs:
+        world.add_parent_run(parent)
+    runners = [
+        {"group": group, "labels": p.labels, "queue-timeout-minutes": p.queue_minutes}
+        for p in spec.pools
     ]
-    cpu = time.process_time()
-    clock.run_all(participants)
-    cpu = time.process_time() - cpu
+    inputs = {
+        "runner-type": "cpu",
+        "execution-timeout-minutes": str(spec.execution_minutes),
+        "token": token,
+        "runners": json.dumps(runners),
+    }
+    return coordinator_environ(
+        world, with_defaults(world, inputs), files, parent_run_id=parent, token=token
+    )
+
+
+def _records(
+    world: FakeGitHub,
+    specs: Sequence[CoordinatorSpec],
+    variant: Variant,
+    outcomes: Sequence[tuple[Result, GitHubClient] | None],
+    *,
+    starts: Sequence[float],
+    ends: Sequence[float],
+) -> list[CoordinatorRecord]:
+    """Each coordinator's requests (by its token's client number) and children, from the fake."""
     by_client: dict[int | None, list[LedgerEntry]] = {}
     first_client: dict[str, int | None] = {}  # path -> the client that asked for it first
     for entry in world.ledger:
@@ -310,54 +382,14 @@ def simulate(
                 ended_at=ends[index],
             )
         )
-    return Trial(
-        variant=variant,
-        quota=quota,
-        latency=latency,
-        records=records,
-        ledger=list(world.ledger),
-        history=list(world.history.values()),
-        cpu_seconds=cpu,
-        fake_cpu_seconds=world.fake_cpu,
-        virtual_seconds=clock.monotonic(),
-    )
-
-
-def _environ(
-    world: FakeGitHub, spec: CoordinatorSpec, *, group: str, parent: int, sha: str, token: str
-) -> dict[str, str]:
-    runners = [
-        {"group": group, "labels": p.labels, "queue-timeout-minutes": p.queue_minutes}
-        for p in spec.pools
-    ]
-    inputs = {
-        "workflow": "runner-worker.yml",
-        "workflow-ref": "main",
-        "source-ref": SOURCE_REF,
-        "source-sha": sha,
-        "runner-type": "cpu",
-        "execution-timeout-minutes": str(spec.execution_minutes),
-        "token": token,
-        "runners": json.dumps(runners),
-    }
-    environ = {env_name(name): value for name, value in inputs.items()}
-    environ.update(
-        {
-            "GITHUB_REPOSITORY": world.repository,
-            "GITHUB_RUN_ID": str(parent),
-            "GITHUB_RUN_ATTEMPT": "1",
-            "GITHUB_API_URL": world.api_url,
-            "GITHUB_SERVER_URL": world.server_url,
-        }
-    )
-    return environ
+    return records
 
 
 def _lane(
     clock: VirtualClock,
-    jobs: Sequence[tuple[float, int, Callable[[], Any], GitHubClient]],
+    jobs: Sequence[_Job],
     *,
-    outcomes: list[tuple[Any, GitHubClient] | None],
+    outcomes: list[tuple[Result, GitHubClient] | None],
     starts: list[float],
     ends: list[float],
 ) -> Callable[[], None]:
@@ -382,14 +414,14 @@ def _record(
     *,
     variant: Variant,
     world: FakeGitHub,
-    outcome: tuple[Any, GitHubClient],
+    outcome: tuple[Result, GitHubClient],
     entries: list[LedgerEntry],
     started_at: float,
     ended_at: float,
 ) -> CoordinatorRecord:
     result, client = outcome
     parent = PARENT_RUN_ID + index
-    cleanup = getattr(result, "cleanup", None)
+    cleanup = result.cleanup
     error = result.error
     stats = client.stats
     record = CoordinatorRecord(
@@ -399,7 +431,7 @@ def _record(
         variant=variant,
         started_at=started_at,
         ended_at=ended_at,
-        success=bool(result.success),
+        success=result.success,
         error=None if error is None else str(error),
         error_type=None if error is None else type(error).__name__,
         cleanup_confirmed=None if cleanup is None else bool(cleanup.confirmed),
@@ -413,9 +445,12 @@ def _record(
         entries=entries,
     )
     minutes = {p.labels: p.queue_minutes for p in spec.pools}
-    prefix = f"rqf-{parent}-1-"
     kids = sorted(
-        (h for h in world.history.values() if h.request_id.startswith(prefix)),
+        (
+            history
+            for run_id, history in world.history.items()
+            if world.runs[run_id].inputs.get("parent-run-id") == str(parent)
+        ),
         key=lambda h: h.dispatched_at,
     )
     record.children = [_timeline(h, entries, minutes, world.repository) for h in kids]

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bench.harness import QUOTA_WINDOW, ChildTimeline, CoordinatorRecord, Trial
+from bench.harness import QUOTA_WINDOW, ChildTimeline, CoordinatorRecord, Trial, ledger_totals
 from runner_queue_fallback.sim import LedgerEntry
 
 __all__ = [
@@ -106,15 +106,13 @@ class Usage:
 
 def usage(records: Sequence[CoordinatorRecord]) -> Usage:
     """Add up the requests of `records`, classified by phase and endpoint."""
-    by_phase = {p: {"counted": 0, "not_modified": 0, "sent": 0} for p in PHASES}
-    by_endpoint = {p: {"counted": 0, "not_modified": 0, "sent": 0} for p in ENDPOINTS}
+    phase_entries: dict[str, list[LedgerEntry]] = {p: [] for p in PHASES}
+    endpoint_entries: dict[str, list[LedgerEntry]] = {e: [] for e in ENDPOINTS}
     queued_seconds = executing_seconds = 0.0
     for record in records:
         for entry, (phase, endpoint) in zip(record.entries, classify(record), strict=True):
-            for bucket in (by_phase[phase], by_endpoint[endpoint]):
-                bucket["sent"] += 1
-                bucket["counted"] += int(entry.counted)
-                bucket["not_modified"] += int(entry.status == 304)
+            phase_entries[phase].append(entry)
+            endpoint_entries[endpoint].append(entry)
         end = record.entries[-1].time if record.entries else record.ended_at
         for child in record.children:
             queue_end = child.queue_end
@@ -122,12 +120,15 @@ def usage(records: Sequence[CoordinatorRecord]) -> Usage:
                 queued_seconds += queue_end.time - child.first_seen.time
             if child.allocation_seen is not None:
                 executing_seconds += end - child.allocation_seen.time
+    totals = ledger_totals(entry for record in records for entry in record.entries)
+    by_phase = {phase: _bucket(entries) for phase, entries in phase_entries.items()}
+    by_endpoint = {name: _bucket(entries) for name, entries in endpoint_entries.items()}
     return Usage(
         coordinators=len(records),
-        sent=sum(r.sent for r in records),
-        counted=sum(r.counted for r in records),
-        not_modified=sum(r.not_modified for r in records),
-        rate_limited=sum(r.rate_limited for r in records),
+        sent=totals.sent,
+        counted=totals.counted,
+        not_modified=totals.not_modified,
+        rate_limited=totals.rate_limited,
         client_sent=sum(r.client_stats["sent"] for r in records),
         client_not_modified=sum(r.client_stats["not_modified"] for r in records),
         seconds=sum(r.duration for r in records),
@@ -140,6 +141,11 @@ def usage(records: Sequence[CoordinatorRecord]) -> Usage:
         by_phase=by_phase,
         by_endpoint=by_endpoint,
     )
+
+
+def _bucket(entries: Sequence[LedgerEntry]) -> dict[str, int]:
+    totals = ledger_totals(entries)
+    return {"counted": totals.counted, "not_modified": totals.not_modified, "sent": totals.sent}
 
 
 def classify(record: CoordinatorRecord) -> list[tuple[str, str]]:
@@ -278,7 +284,7 @@ def peak_window(trial: Trial) -> int:
 def summarize_past_limit(trial: Trial) -> dict[str, object]:
     """What happened to coordinators past the limit: outcomes, errors, waits, leaks."""
     records = trial.records
-    limited = [r for r in records if r.rate_limited]
+    limited = [r for r in records if r.totals.rate_limited]
     errors = Counter(r.error_type or "none" for r in records if not r.success)
     failed_roles = Counter(r.role for r in records if not r.success)
     sample = next((r.error for r in records if r.error_type == "RateLimited"), None)

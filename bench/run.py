@@ -12,12 +12,13 @@ Four measurements, each for (a) ours, (b) ours with conditional requests off, (c
 4. cost: CPU seconds per simulated coordinator-hour, CLI (and container) cold start.
 
 All API figures are virtual time on the fake GitHub; CPU and cold start are real time.
+The coordinators run in bench/harness.py (the baseline: bench/baseline.py), their figures are
+computed in bench/metrics.py, and the ratios, targets and printed table are in bench/report.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import math
 import platform
@@ -33,13 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import FOREVER, VARIANTS, CoordinatorSpec, PoolSpec, Trial, Variant, simulate
-from bench.metrics import ENDPOINTS, PHASES, peak_window, precision, summarize_past_limit, usage
+from bench.metrics import peak_window, precision, summarize_past_limit, usage
+from bench.report import ratio, ratios, render, targets
 
-__all__ = ["Settings", "main", "render", "run_bench"]
+__all__ = ["Settings", "main", "run_bench"]
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "results" / "bench.json"
-#: The mix of roles, repeated: 5 queued, 2 executing, 1 falling back in every 8 coordinators.
-MIX = "QQEQFQEQ"
 ROLES = {"Q": "queued", "E": "executing", "F": "falling back"}
 CPU16, CPU8, CPU32 = "linux-amd64-cpu16", "linux-amd64-cpu8", "linux-amd64-cpu32"
 GOLDEN = (math.sqrt(5) - 1) / 2
@@ -50,6 +50,8 @@ class Settings:
     """Horizons and search bounds of one bench run."""
 
     quick: bool
+    #: the concurrency mix of roles, repeated: 5 queued, 2 executing, 1 falling back in every 8
+    mix: str = "QQEQFQEQ"
     latency: float = 0.25  # virtual seconds per API reply (GitHub answers in 100-500 ms)
     quota: int = 1000  # GITHUB_TOKEN: 1,000 requests an hour per repository
     queued_minutes: float = 60.0  # the queued scenario: one 60-minute queue that times out
@@ -125,7 +127,7 @@ def single_specs(settings: Settings) -> dict[str, CoordinatorSpec]:
 
 
 def mix_specs(count: int, settings: Settings) -> list[CoordinatorSpec]:
-    """`count` lanes in the MIX of roles, starts spread over `stagger`, about `horizon` each.
+    """`count` lanes in the settings' mix of roles, starts spread over `stagger`, about `horizon` each.
 
     Each lane runs `generations` coordinators back to back (the next starts `horizon` + 2 minutes
     after the previous one did, when it has ended), so at most `count` run at once and the quota
@@ -152,7 +154,7 @@ def mix_specs(count: int, settings: Settings) -> list[CoordinatorSpec]:
     specs = []
     for generation in range(settings.generations):
         for index in range(count):
-            letter = MIX[index % len(MIX)]
+            letter = settings.mix[index % len(settings.mix)]
             start = generation * (horizon + 120) + (index * GOLDEN) % 1.0 * settings.stagger
             specs.append(
                 CoordinatorSpec(ROLES[letter], roles[letter], round(start, 1), execution, index)
@@ -202,7 +204,15 @@ def search(
         if double <= settings.max_n and double != first_fail:
             passes(double)
             past.append((double, trials[double]))
-    summary = {
+    summary = _search_summary(trials, best, first_fail, past)
+    return summary, trials.get(best), [trial for _, trial in past]
+
+
+def _search_summary(
+    trials: dict[int, Trial], best: int, first_fail: int | None, past: list[tuple[int, Trial]]
+) -> dict[str, Any]:
+    """Every N tried, the answer, and what happened past it."""
+    return {
         "max_coordinators": best,
         "capped": first_fail is None,
         "first_failing": first_fail,
@@ -213,14 +223,13 @@ def search(
                 "rate_limited_replies": trial.rate_limited,
                 "ended_well": sum(1 for r in trial.records if r.success),
                 "peak_window_counted": peak_window(trial),
-                "counted": sum(r.counted for r in trial.records),
+                "counted": trial.totals.counted,
                 "cpu_seconds": trial.cpu_seconds,
             }
             for count, trial in sorted(trials.items())
         ],
         "past_limit": [{"n": n} | summarize_past_limit(trial) for n, trial in past],
     }
-    return summary, trials.get(best), [trial for _, trial in past]
 
 
 def _cpu(singles: Sequence[Trial], mix: Trial | None) -> dict[str, Any]:
@@ -232,12 +241,12 @@ def _cpu(singles: Sequence[Trial], mix: Trial | None) -> dict[str, Any]:
         "single_runs_cpu_s": total,
         "single_runs_fake_cpu_s": fake,
         "single_runs_coordinator_hours": hours,
-        "per_coordinator_hour_s": _ratio(total, hours),
-        "per_coordinator_hour_without_fake_s": _ratio(total - fake, hours),
+        "per_coordinator_hour_s": ratio(total, hours),
+        "per_coordinator_hour_without_fake_s": ratio(total - fake, hours),
         # many threads on one VirtualClock: thread hand-offs dominate, so not a coordinator cost
         "mix_per_coordinator_hour_s": None
         if mix is None
-        else _ratio(mix.cpu_seconds, mix.coordinator_hours),
+        else ratio(mix.cpu_seconds, mix.coordinator_hours),
     }
 
 
@@ -337,343 +346,6 @@ def run_bench(settings: Settings, log: Callable[[str], None] = print) -> dict[st
     results["ratios"] = ratios(results)
     results["targets"] = targets(results)
     return results
-
-
-FIGURES: dict[str, Callable[[dict[str, Any]], float | None]] = {
-    "queued_counted_per_hour": lambda v: v["scenarios"]["queued"]["queued"]["counted_per_hour"],
-    "queued_run_counted_per_hour": lambda v: v["scenarios"]["queued"]["counted_per_hour"],
-    "executing_counted_per_hour": lambda v: v["scenarios"]["executing"]["executing"][
-        "counted_per_hour"
-    ],
-    "fallback_counted_per_hour": lambda v: v["scenarios"]["fallback"]["counted_per_hour"],
-    "fallback_counted": lambda v: v["scenarios"]["fallback"]["counted"],
-    "fallback_sent": lambda v: v["scenarios"]["fallback"]["sent"],
-    "fallback_not_modified": lambda v: v["scenarios"]["fallback"]["not_modified"],
-    "mix_counted_per_hour": lambda v: (v["mix_at_max"] or {}).get("counted_per_hour"),
-    "cancel_after_deadline_max_s": lambda v: v["deadline"]["cancel_after_deadline_s"]["max"],
-    "cancel_after_deadline_mean_s": lambda v: v["deadline"]["cancel_after_deadline_s"]["mean"],
-    "cancel_to_confirmed_max_s": lambda v: v["deadline"]["cancel_to_confirmed_s"]["max"],
-    "confirmed_to_next_dispatch_max_s": lambda v: v["deadline"]["confirmed_to_next_dispatch_s"][
-        "max"
-    ],
-    "max_concurrent_coordinators": lambda v: v["concurrency"]["max_coordinators"],
-    "cpu_per_coordinator_hour_s": lambda v: v["cpu"]["per_coordinator_hour_s"],
-    "cpu_without_fake_per_coordinator_hour_s": lambda v: v["cpu"][
-        "per_coordinator_hour_without_fake_s"
-    ],
-}
-
-
-def ratios(results: dict[str, Any]) -> dict[str, dict[str, float | None]]:
-    """Each figure of ours and of ours without ETags, divided by the baseline's same figure."""
-    variants = results["variants"]
-    out: dict[str, dict[str, float | None]] = {}
-    for name, figure in FIGURES.items():
-        base = figure(variants["baseline"])
-        out[name] = {v: _ratio(figure(variants[v]), base) for v in ("ours", "ours-no-etag")}
-    quota = float(results["settings"]["quota"])
-    mix = FIGURES["mix_counted_per_hour"]
-    base = _ratio(quota, mix(variants["baseline"]))
-    out["steady_state_estimate"] = {
-        v: _ratio(_ratio(quota, mix(variants[v])), base) for v in ("ours", "ours-no-etag")
-    }
-    return out
-
-
-def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """Where ours stands against the issue's targets."""
-    ours = results["variants"]["ours"]
-    queued = FIGURES["queued_counted_per_hour"](ours)
-    count = ours["concurrency"]["max_coordinators"]
-    late = FIGURES["cancel_after_deadline_max_s"](ours)
-    cold = results["cold_start"]["cli"]["median_s"]
-    quick = results["settings"]["quick"]
-    rows = [
-        ("<= 30 counted requests per coordinator-hour while queued", queued, 30.0, "<="),
-        ("every cancel within 5 virtual seconds of its deadline", late, 5.0, "<="),
-        ("CLI cold start < 0.3 s", cold, 0.3, "<"),
-    ]
-    if not quick:  # the quick run uses a 100-request quota: its N says nothing about 1,000
-        rows.insert(
-            1, (">= 32 concurrent coordinators within 1,000 requests/hour", count, 32, ">=")
-        )
-    out = []
-    for text, value, limit, op in rows:
-        met = None
-        if value is not None:
-            met = {"<=": value <= limit, "<": value < limit, ">=": value >= limit}[op]
-        out.append({"target": text, "value": value, "limit": limit, "met": met})
-    return out
-
-
-def _ratio(value: float | None, base: float | None) -> float | None:
-    if value is None or base is None or base == 0:
-        return None
-    return value / base
-
-
-# -- the table --------------------------------------------------------------------------------
-
-
-def render(results: dict[str, Any]) -> str:  # noqa: PLR0915 (one table, row by row)
-    """The printed table: every figure for the three variants, with ratios to the baseline."""
-    v = results["variants"]
-    s = results["settings"]
-    rs = results["ratios"]
-    lines: list[str] = []
-    head = (
-        f"{'':58}{'ours':>11}{'ours-no-ETag':>14}{'baseline':>11}{'ours/base':>11}"
-        f"{'noETag/base':>12}"
-    )
-    mode = "QUICK (short horizons, quota 100/h)" if s["quick"] else "full"
-    lines += [
-        (
-            f"runner-queue-fallback bench: {mode}; fake GitHub, virtual time, "
-            f"{s['latency']:g} s per API reply, quota {s['quota']}/h per repository"
-        ),
-        head,
-        "-" * len(head),
-    ]
-
-    def row(label: str, key: str | None, fmt: str, getter: Callable[[dict[str, Any]], Any]) -> None:
-        cells = [_fmt(getter(v[x]), fmt) for x in VARIANTS]
-        ratio = rs.get(key, {}) if key else {}
-        lines.append(
-            f"{label:58}{cells[0]:>11}{cells[1]:>14}{cells[2]:>11}"
-            f"{_fmt(ratio.get('ours'), '.3f'):>11}{_fmt(ratio.get('ours-no-etag'), '.3f'):>12}"
-        )
-
-    def section(title: str) -> None:
-        lines.append(title)
-
-    q, e, fb = s["queued_minutes"], s["executing_seconds"] / 60, s["fallback_minutes"]
-    section("1. API requests (counted = against the primary limit; 304s are free)")
-    row(
-        f"  queued ({q:g}-min queue): counted/coordinator-hour",
-        "queued_counted_per_hour",
-        ".1f",
-        FIGURES["queued_counted_per_hour"],
-    )
-    row(
-        "  queued: whole run (start, queue, cancel): counted/hour",
-        "queued_run_counted_per_hour",
-        ".1f",
-        FIGURES["queued_run_counted_per_hour"],
-    )
-    row(
-        "  queued: reads sent per minute (304s included)",
-        None,
-        ".2f",
-        lambda x: x["scenarios"]["queued"]["queued"]["sent_per_minute"],
-    )
-    row(
-        f"  executing ({e:g}-min job): counted/coordinator-hour",
-        "executing_counted_per_hour",
-        ".1f",
-        FIGURES["executing_counted_per_hour"],
-    )
-    row(
-        f"  fallback (2 x {fb:g}-min timeouts, then runs): counted/hour",
-        "fallback_counted_per_hour",
-        ".1f",
-        FIGURES["fallback_counted_per_hour"],
-    )
-    row(
-        "  fallback sequence: counted requests",
-        "fallback_counted",
-        "d",
-        FIGURES["fallback_counted"],
-    )
-    row("  fallback sequence: requests sent", "fallback_sent", "d", FIGURES["fallback_sent"])
-    row(
-        "  fallback sequence: 304 Not Modified",
-        "fallback_not_modified",
-        "d",
-        FIGURES["fallback_not_modified"],
-    )
-    row(
-        "  fallback sequence: virtual minutes",
-        None,
-        ".1f",
-        lambda x: x["scenarios"]["fallback"]["seconds"] / 60,
-    )
-    row(
-        "  realistic mix (at each one's max N): counted/hour",
-        "mix_counted_per_hour",
-        ".1f",
-        FIGURES["mix_counted_per_hour"],
-    )
-    minutes = ", ".join(f"{m:g}" for m in s["deadline_minutes"])
-    section(
-        f"2. Deadline precision (virtual s; every timeout of the single runs: queued, fallback, "
-        f"and queues of {minutes} min)"
-    )
-    row(
-        "  queue timeouts measured",
-        None,
-        "d",
-        lambda x: x["deadline"]["cancel_after_deadline_s"]["count"],
-    )
-    row(
-        "  deadline -> cancel POST, max",
-        "cancel_after_deadline_max_s",
-        ".2f",
-        FIGURES["cancel_after_deadline_max_s"],
-    )
-    row(
-        "  deadline -> cancel POST, mean",
-        "cancel_after_deadline_mean_s",
-        ".2f",
-        FIGURES["cancel_after_deadline_mean_s"],
-    )
-    row(
-        "  cancel POST -> confirmed cancelled, max",
-        "cancel_to_confirmed_max_s",
-        ".2f",
-        FIGURES["cancel_to_confirmed_max_s"],
-    )
-    row(
-        "  confirmed -> next dispatch, max",
-        "confirmed_to_next_dispatch_max_s",
-        ".2f",
-        FIGURES["confirmed_to_next_dispatch_max_s"],
-    )
-    row(
-        "  in the concurrency mix at max N: timeouts measured",
-        None,
-        "d",
-        lambda x: _get(x, "deadline_mix_at_max", "cancel_after_deadline_s", "count"),
-    )
-    row(
-        "  in the concurrency mix at max N: deadline -> cancel, max",
-        None,
-        ".2f",
-        lambda x: _get(x, "deadline_mix_at_max", "cancel_after_deadline_s", "max"),
-    )
-    section(
-        f"3. Concurrency in one repository ({s['quota']} requests/hour; mix {MIX}: "
-        "Q queued, E executing, F falling back)"
-    )
-    gens = s["generations"]
-    row(
-        f"  max N at once ({gens} in a row each), all end well, no 403",
-        "max_concurrent_coordinators",
-        "d",
-        FIGURES["max_concurrent_coordinators"],
-    )
-    row(
-        "  ...first N tried that hit the limit",
-        None,
-        "d",
-        lambda x: x["concurrency"]["first_failing"],
-    )
-    row(
-        "  steady-state estimate: quota / mix counted per hour",
-        "steady_state_estimate",
-        "d",
-        lambda x: _ratio(float(s["quota"]), FIGURES["mix_counted_per_hour"](x)),
-    )
-    row(
-        "  ...counted requests in the fullest quota window",
-        None,
-        "d",
-        lambda x: _tried(x, x["concurrency"]["max_coordinators"], "peak_window_counted"),
-    )
-    for index in range(2):
-        for label, key in (
-            (f"  past it #{index + 1}: N at once", "n"),
-            ("    coordinator runs (N x generations)", "coordinators"),
-            ("    ended well", "ended_well"),
-            ("    rate-limit replies (403)", "rate_limited_replies"),
-            ("    recovered after a rate-limit reply", "recovered_after_rate_limit"),
-            ("    failed", "failed"),
-            ("    ...of which with a RateLimited error", "failed_rate_limited"),
-            ("    cleanup unconfirmed", "cleanup_unconfirmed"),
-            ("    children left queued/running after it ended", "children_outliving_coordinator"),
-        ):
-            row(label, None, "d", functools.partial(_past, index=index, key=key))
-    section("4. Cost of the coordinator itself (real time)")
-    row(
-        "  CPU s per simulated coordinator-hour (all, incl. fake)",
-        "cpu_per_coordinator_hour_s",
-        ".4f",
-        FIGURES["cpu_per_coordinator_hour_s"],
-    )
-    row(
-        "  CPU s per simulated coordinator-hour (fake excluded)",
-        "cpu_without_fake_per_coordinator_hour_s",
-        ".4f",
-        FIGURES["cpu_without_fake_per_coordinator_hour_s"],
-    )
-    cli = results["cold_start"]["cli"]
-    lines.append(
-        f"  CLI cold start `{cli['command']}`: median {cli['median_s']:.3f} s of {cli['runs']} "
-        f"(bare `python -c pass`: {cli['python_floor_median_s']:.3f} s); the original is a "
-        "JavaScript action: no baseline here"
-    )
-    container = results["cold_start"]["container"]
-    if "skipped" in container:
-        lines.append(f"  container cold start: skipped, {container['skipped']}")
-    else:
-        lines.append(
-            f"  container cold start `docker run --rm {container['image']} --help`: median "
-            f"{container['median_s']:.3f} s of {container['runs']}"
-        )
-    lines.append("")
-    lines.append("Counted requests by the rule they serve, fallback sequence (counted / 304s):")
-    for phase in PHASES:
-        cells = [
-            "{counted}/{not_modified}".format(**v[x]["scenarios"]["fallback"]["by_phase"][phase])
-            for x in VARIANTS
-        ]
-        lines.append(f"  {phase:56}{cells[0]:>11}{cells[1]:>14}{cells[2]:>11}")
-    lines.append(
-        f"Counted requests by endpoint, queued scenario ({q:g}-min queue; counted / 304s):"
-    )
-    for endpoint in ENDPOINTS:
-        cells = [
-            "{counted}/{not_modified}".format(
-                **v[x]["scenarios"]["queued"]["by_endpoint"][endpoint]
-            )
-            for x in VARIANTS
-        ]
-        lines.append(f"  {endpoint:56}{cells[0]:>11}{cells[1]:>14}{cells[2]:>11}")
-    lines.append("")
-    lines.append("Targets (ours):")
-    for target in results["targets"]:
-        status = {True: "MET", False: "NOT MET", None: "n/a"}[target["met"]]
-        lines.append(f"  [{status:7}] {target['target']}: {_fmt(target['value'], '.3f')}")
-    if s["quick"]:
-        lines.append("  (quick mode: the concurrency target is only judged by a full run)")
-    return "\n".join(lines)
-
-
-def _get(data: Any, *keys: str) -> Any:
-    for key in keys:
-        if data is None:
-            return None
-        data = data[key]
-    return data
-
-
-def _tried(variant: dict[str, Any], count: int, key: str) -> Any:
-    for trial in variant["concurrency"]["tried"]:
-        if trial["n"] == count:
-            return trial[key]
-    return None
-
-
-def _past(variant: dict[str, Any], *, index: int, key: str) -> Any:
-    past = variant["concurrency"]["past_limit"]
-    return past[index][key] if index < len(past) else None
-
-
-def _fmt(value: Any, fmt: str) -> str:
-    if value is None:
-        return "-"
-    if fmt == "d":
-        return str(round(value))
-    return format(value, fmt)
 
 
 # -- command line -----------------------------------------------------------------------------

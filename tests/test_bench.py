@@ -11,9 +11,12 @@ from typing import Any
 
 import pytest
 
+from bench.baseline import OriginalCoordinator
 from bench.harness import VARIANTS
 from bench.metrics import ENDPOINTS, PHASES
-from bench.run import FIGURES, main
+from bench.report import FIGURES
+from bench.run import main
+from runner_queue_fallback.coordinator import Coordinator
 
 SCENARIOS = ("queued", "executing", "fallback", "deadlines")
 
@@ -170,3 +173,18 @@ def test_cpu_and_cold_start_are_measured(bench):
     assert math.isfinite(cli["median_s"])
     container = results["cold_start"]["container"]
     assert "skipped" in container or container["median_s"] > 0
+
+
+def test_the_baseline_is_our_coordinator_with_only_the_polling_policy_swapped():
+    # Everything but the queue and execution waits is inherited, so it cannot drift from ours.
+    overridden = {name for name in vars(OriginalCoordinator) if not name.startswith("__")}
+    assert overridden == {"_minute_poll", "_wait_in_queue", "_wait_for_result"}
+    assert issubclass(OriginalCoordinator, Coordinator)
+
+
+def test_the_baseline_notices_a_deadline_at_the_next_minute_poll(bench):
+    results, _ = bench
+    late = results["variants"]["baseline"]["deadline"]["cancel_after_deadline_s"]["values"]
+    # at most a minute (the next poll) plus its four reads and the fresh read
+    assert all(0 <= value <= 60 + 5 * 0.25 + 1 for value in late)
+    assert max(late) > 5, "the original does not aim a poll at the deadline"
