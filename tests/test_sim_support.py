@@ -9,7 +9,8 @@ from runner_queue_fallback.clock import Clock, FakeClock
 from runner_queue_fallback.sim import FakeGitHub, Reply, Timings, Workload
 
 REPO = "/repos/octo-org/octo-repo"
-AUTH = {"Authorization": "Bearer coordinator-token"}
+API_VERSION = "2026-03-10"  # what our client (and githubkit) asks for
+AUTH = {"Authorization": "Bearer coordinator-token", "X-GitHub-Api-Version": API_VERSION}
 GROUP = "nv-cpu-general"
 PRIMARY = "linux-amd64-cpu16"
 SECONDARY = "linux-amd64-cpu8"

@@ -1,18 +1,19 @@
-"""The Actions state machine of the fake GitHub: dispatch, scheduling, cancellation, the worker hook.
+"""The Actions state machine of the fake GitHub: dispatch, scheduling, cancellation.
 
-`ActionsModel` owns refs, workflow files, runs and pools, and moves them through time. It catches
-up with the shared clock whenever the clock moves (`on_advance`) and before every request; a
-reentrant call (the worker hook making requests or sleeping) sees the model as it is and returns.
+`ActionsModel` owns runs and pools on top of the repository content (`repo.py`) and moves them
+through time. It catches up with the shared clock whenever the clock moves (`on_advance`) and before
+every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
+(the worker hook making requests or sleeping) sees the model as it is and returns.
 """
 
 from __future__ import annotations
 
 import itertools
-import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.sim.hooks import HookRunner, WorkerContext, WorkerHook
 from runner_queue_fallback.sim.model import (
     DEFAULT_TIMINGS,
     STEP_GUARD,
@@ -28,38 +29,12 @@ from runner_queue_fallback.sim.model import (
     Timings,
     WorkflowFile,
     Workload,
-    fake_commit_sha,
     parse_runner,
     pool_key,
 )
+from runner_queue_fallback.sim.repo import CHILD_INPUTS, RepoContent
 
 __all__ = ["CHILD_INPUTS", "ActionsModel", "DispatchRefused", "WorkerContext", "WorkerHook"]
-
-#: The seven inputs of the child workflow in the specification.
-CHILD_INPUTS = (
-    "request-id",
-    "parent-run-id",
-    "parent-run-attempt",
-    "source-ref",
-    "source-sha",
-    "runner",
-    "workload",
-)
-#: The guard's inputs, as the child passes them (`INPUT_<NAME>`, hyphens kept).
-GUARD_INPUTS = ("request-id", "parent-run-id", "parent-run-attempt", "source-ref", "source-sha")
-
-
-@dataclass(frozen=True)
-class WorkerContext:
-    """What the child's first step (the guard) sees when it starts."""
-
-    run_id: int
-    run_attempt: int
-    inputs: Mapping[str, str]
-    environ: Mapping[str, str]
-
-
-WorkerHook = Callable[[WorkerContext], bool]
 
 
 @dataclass(frozen=True)
@@ -70,25 +45,14 @@ class DispatchRefused:
     message: str
 
 
-def _workflow_text(name: str, inputs: Sequence[str] | None, revision: int) -> str:
-    lines = [f"name: {name}", "run-name: ${{ inputs.request-id }}", "on:", "  workflow_dispatch:"]
-    lines += ["    inputs:"] + [
-        f"      {i}: {{required: true, type: string}}" for i in inputs or ()
-    ]
-    lines += ["jobs:", "  worker:", "    runs-on: ${{ fromJSON(inputs.runner) }}"]
-    lines += ["    steps:", "      - uses: ./guard"]
-    return "\n".join(lines) + ("" if revision == 0 else f"\n# revision {revision}") + "\n"
-
-
 @dataclass
 class _Counters:
     run_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9_000_000_001))
     job_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(25_000_000_001))
     run_numbers: dict[str, int] = field(default_factory=dict)
-    revisions: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
 
-class ActionsModel:
+class ActionsModel(RepoContent, HookRunner):
     """One repository's Actions, moving through virtual time."""
 
     def __init__(
@@ -103,113 +67,35 @@ class ActionsModel:
         on_worker_start: WorkerHook | None = None,
         worker_token: str = "ghs_worker_token",  # noqa: S107 (a fake token the guard is handed)
         default_branch: str = "main",
+        unassigned_runner_as_zero: bool = False,
     ) -> None:
-        """Build an empty repository with `default_branch` at one commit and no workflows."""
+        """Build an empty repository with `default_branch` at one commit and no workflows.
+
+        `unassigned_runner_as_zero`: a job cancelled before it ever got a runner shows
+        `runner_id: 0`, `runner_name: ""` and empty `steps` once completed, as GitHub has been
+        seen to answer, instead of nulls.
+        """
         self.clock = clock
         self.repository = repository
         self.api_url = api_url.rstrip("/")
         self.server_url = server_url.rstrip("/")
         self.timings = timings
         self.workload = workload or Workload()
-        self.on_worker_start = on_worker_start
-        self.worker_token = worker_token
-        self.default_branch = default_branch
-        self.refs: dict[str, str] = {}
-        self.commits: dict[str, dict[str, WorkflowFile]] = {}
-        #: annotated tag objects: tag object SHA -> (tag name, commit SHA it points at)
-        self.tag_objects: dict[str, tuple[str, str]] = {}
+        self.unassigned_runner_as_zero = unassigned_runner_as_zero
         self.runs: dict[int, FakeRun] = {}
         self.pools: dict[PoolKey, Pool] = {}
         self.history: dict[int, RunHistory] = {}
-        self.hook_errors: list[BaseException] = []
-        self.workflow_ids: dict[str, int] = {}
         self._ids = _Counters()
         self._events = EventQueue()
         self._waiting: list[int] = []
-        self._pending_hooks: list[int] = []
         self._time = clock.monotonic()
-        self._lock = threading.RLock()
-        self._catching = False
-        self._hook_depth = 0
-        self._hook_base: tuple[float, float] | None = None
-        self.add_ref(f"heads/{default_branch}")
+        RepoContent.__init__(self, default_branch)
+        HookRunner.__init__(self, on_worker_start, worker_token)
         on_advance = getattr(clock, "on_advance", None)
         if on_advance is not None:
             on_advance(self.catch_up)
 
-    # ----------------------------------------------------------------- repository content
-
-    def add_ref(self, ref: str, sha: str | None = None) -> str:
-        """Create `ref` (`heads/x`, `tags/v1`, `pull/1/merge`) at `sha`, or at a new commit."""
-        with self._lock:
-            base = self.refs.get(f"heads/{self.default_branch}")
-            sha = sha or fake_commit_sha(ref, len(self.commits))
-            self.commits.setdefault(sha, dict(self.commits.get(base or "", {})))
-            self.refs[ref] = sha
-            return sha
-
-    def add_annotated_tag(self, name: str, commit: str | None = None) -> str:
-        """Create `tags/<name>` as an annotated tag: the ref points at a tag object, not a commit."""
-        with self._lock:
-            commit = commit or self.refs[f"heads/{self.default_branch}"]
-            tag_sha = fake_commit_sha("annotated tag", name, commit)
-            self.tag_objects[tag_sha] = (name, commit)
-            self.refs[f"tags/{name}"] = tag_sha
-            return tag_sha
-
-    def move_ref(self, ref: str, new_sha: str | None = None, *, at: float | None = None) -> str:
-        """Point `ref` at `new_sha` (a new commit if omitted), now or at virtual time `at`."""
-        sha = new_sha or fake_commit_sha(ref, "moved", len(self.commits), at)
-
-        def move() -> None:
-            self.commits.setdefault(sha, dict(self.commits.get(self.refs.get(ref, ""), {})))
-            self.refs[ref] = sha
-
-        self._at(at, move)
-        return sha
-
-    def add_workflow(
-        self,
-        file: str = "runner-worker.yml",
-        ref: str = "main",
-        *,
-        dispatchable: bool = True,
-        inputs: Sequence[str] | None = CHILD_INPUTS,
-        required: Sequence[str] | None = None,
-        name: str = "Runner worker",
-    ) -> str:
-        """Put a workflow file on branch `ref` (in its current commit); return its blob SHA."""
-        with self._lock:
-            sha = self.refs.get(f"heads/{ref}") or self.add_ref(f"heads/{ref}")
-            wf = WorkflowFile(
-                content=_workflow_text(name, inputs if dispatchable else (), 0),
-                dispatchable=dispatchable,
-                inputs=None if inputs is None else tuple(inputs),
-                required=tuple(inputs or ()) if required is None else tuple(required),
-                name=name,
-            )
-            self.commits[sha][f".github/workflows/{file}"] = wf
-            self.workflow_ids.setdefault(file, 161_335_000 + len(self.workflow_ids))
-            return wf.sha
-
-    def change_workflow(
-        self, file: str = "runner-worker.yml", ref: str = "main", *, at: float | None = None
-    ) -> None:
-        """Commit a new revision of `file` on branch `ref` (new blob and commit SHA), now or at `at`."""
-        revision = next(self._ids.revisions)
-
-        def change() -> None:
-            old = self.refs[f"heads/{ref}"]
-            tree = dict(self.commits[old])
-            path = f".github/workflows/{file}"
-            wf = tree[path]
-            text = _workflow_text(wf.name, wf.inputs if wf.dispatchable else (), revision)
-            tree[path] = replace(wf, content=text)
-            new = fake_commit_sha(old, file, revision)
-            self.commits[new] = tree
-            self.refs[f"heads/{ref}"] = new
-
-        self._at(at, change)
+    # ---------------------------------------------------------------------------- pools
 
     def add_pool(
         self,
@@ -289,20 +175,6 @@ class ActionsModel:
 
     # ---------------------------------------------------------------------------- lookups
 
-    def resolve(self, ref: str, *, allow_sha: bool = False) -> tuple[str, str] | None:
-        """Resolve a branch/tag name (or `refs/...`, or a commit SHA) to (ref, commit SHA)."""
-        name = ref.removeprefix("refs/")
-        for candidate in (name, f"heads/{name}", f"tags/{name}"):
-            if candidate.startswith(("heads/", "tags/")) and candidate in self.refs:
-                return candidate, self.peel(self.refs[candidate])
-        if allow_sha and ref in self.commits:
-            return ref, ref
-        return None
-
-    def peel(self, sha: str) -> str:
-        """The commit an object SHA stands for: an annotated tag object resolves to its commit."""
-        return self.tag_objects[sha][1] if sha in self.tag_objects else sha
-
     def visible_run(self, run_id: int) -> FakeRun | None:
         """The run if GitHub would show it now, else None (404)."""
         run = self.runs.get(run_id)
@@ -342,14 +214,16 @@ class ActionsModel:
         t, timings = self._time, self.timings
         key, labels = parse_runner(inputs.get("runner", ""))
         run_id = next(self._ids.run_ids)
-        visible, job_at = t + timings.visibility_delay, t + timings.visibility_delay
-        job_at += timings.jobs_delay
+        visible = t + timings.visibility_delay
+        pending_at = visible + timings.requested_delay
+        queued_at = pending_at + timings.pending_delay
+        job_at = queued_at + timings.jobs_delay
         title = inputs.get("request-id") or wf.name
         history = RunHistory(run_id, title, key, t, visible, job_at)
         run = FakeRun(
             id=run_id,
             workflow_file=file,
-            workflow_id=self.workflow_ids.setdefault(file, 161_335_000 + len(self.workflow_ids)),
+            workflow_id=self.workflow_id(file),
             workflow_name=wf.name,
             head_branch=refname.split("/", 1)[1],
             head_sha=sha,
@@ -359,6 +233,7 @@ class ActionsModel:
             visible_at=visible,
             updated_at=t,
             started_at=t,
+            status=_first_status(timings),
             inputs=inputs,
             job_at=job_at,
             history=history,
@@ -366,6 +241,10 @@ class ActionsModel:
         )
         self.runs[run_id] = run
         self.history[run_id] = history
+        if timings.requested_delay > 0 and timings.pending_delay > 0:
+            self._events.push(pending_at, lambda: self._promote(run, "pending"))
+        if queued_at > visible:
+            self._events.push(queued_at, lambda: self._promote(run, "queued"))
         self._events.push(job_at, lambda: self._job_appears(run, labels))
         return run
 
@@ -388,57 +267,13 @@ class ActionsModel:
 
     # ------------------------------------------------------------------------- scheduling
 
-    def catch_up(self) -> None:
-        """Bring the model up to the clock, running worker hooks at their start times.
-
-        The model stops at a guard's start, runs the hook there, and continues. While a hook
-        runs, the model's target is the hook's own timeline: its start plus however far the clock
-        moved since (the hook's sleeps), so the guard sees the world as it was when it started.
-        """
-        while True:
-            with self._lock:
-                if not self._advance_locked() or self._hook_depth:
-                    return  # reentrant, or inside a hook: hooks run one at a time, outermost
-                run = self._next_hook()
-                if run is None:
-                    return
-                self._hook_depth += 1
-                saved, self._hook_base = self._hook_base, (self._time, self.clock.monotonic())
-            try:
-                passed = self._call_hook(self._worker_context(run))
-            finally:
-                with self._lock:
-                    self._advance_locked()
-                    self._hook_base = saved
-                    self._hook_depth -= 1
-            with self._lock:
-                self._guard_done(run, passed=passed)
-                self._allocate()
-
-    def _advance_locked(self) -> bool:
-        """Advance towards the target unless already advancing (reentrancy); False if skipped."""
-        if self._catching:
-            return False
-        self._catching = True
-        try:
-            self._advance_to(self._target())
-        finally:
-            self._catching = False
-        return True
-
-    def _target(self) -> float:
-        if self._hook_base is None:
-            return self.clock.monotonic()
-        model_start, clock_start = self._hook_base
-        return model_start + max(0.0, self.clock.monotonic() - clock_start)
-
     def _advance_to(self, now: float) -> None:
         self._allocate()
         while (t := self._events.next_time()) is not None and t <= now:
             self._time = max(self._time, t)
             self._events.pop()()
             self._allocate()
-            if self._pending_hooks and self._hook_depth == 0:
+            if self._hook_due():
                 return  # a guard starts here: run its hook before time moves on
         self._time = max(self._time, now)
 
@@ -453,6 +288,12 @@ class ActionsModel:
     def _next_number(self, file: str) -> int:
         self._ids.run_numbers[file] = self._ids.run_numbers.get(file, 0) + 1
         return self._ids.run_numbers[file]
+
+    def _promote(self, run: FakeRun, status: str) -> None:
+        """A new run moves on from `requested` or `pending` (not once it was cancelled)."""
+        if not run.finished and run.status in {"requested", "pending"}:
+            run.status = status
+            run.touch(self._time)
 
     def _job_appears(self, run: FakeRun, labels: list[str]) -> None:
         if run.finished:
@@ -490,9 +331,7 @@ class ActionsModel:
         setup = FakeStep(STEP_SETUP, 1, "completed", "success", run.job.started_at, t)
         run.job.steps = [setup, FakeStep(STEP_GUARD, 2, started_at=t)]
         run.history.started_at = t
-        if self.on_worker_start is not None:
-            self._pending_hooks.append(run.id)
-        else:
+        if not self._queue_hook(run):
             self._events.push(
                 t + self.timings.guard_duration, lambda: self._guard_done(run, passed=True)
             )
@@ -543,6 +382,8 @@ class ActionsModel:
 
         def show_job() -> None:
             job.status, job.conclusion, job.completed_at = "completed", conclusion, self._time
+            if job.runner_id is None and self.unassigned_runner_as_zero:
+                job.runner_id, job.runner_name, job.steps = 0, "", []  # as seen on GitHub
 
         def show_run() -> None:
             run.status, run.conclusion = "completed", conclusion
@@ -557,44 +398,12 @@ class ActionsModel:
         else:
             self._events.push(self._time + lag, action)
 
-    # ----------------------------------------------------------------------- worker hook
 
-    def _next_hook(self) -> FakeRun | None:
-        with self._lock:
-            while self._pending_hooks:
-                run = self.runs[self._pending_hooks.pop(0)]
-                if not run.finished:
-                    return run
-            return None
-
-    def _call_hook(self, context: WorkerContext) -> bool:
-        assert self.on_worker_start is not None  # noqa: S101 (only queued when a hook is set)
-        try:
-            return self.on_worker_start(context)
-        except Exception as exc:  # noqa: BLE001 (a crashing guard fails its step, as on a runner)
-            self.hook_errors.append(exc)
-            return False
-
-    def _worker_context(self, run: FakeRun) -> WorkerContext:
-        environ = {
-            "GITHUB_RUN_ID": str(run.id),
-            "GITHUB_RUN_ATTEMPT": str(run.attempt),
-            "GITHUB_REPOSITORY": self.repository,
-            "GITHUB_API_URL": self.api_url,
-            "GITHUB_SERVER_URL": self.server_url,
-            "GITHUB_EVENT_NAME": run.event,
-            "GITHUB_JOB": "worker",
-            "GITHUB_SHA": run.head_sha,
-            "GITHUB_REF": f"refs/heads/{run.head_branch}",
-            "GITHUB_WORKFLOW_REF": (
-                f"{self.repository}/.github/workflows/{run.workflow_file}"
-                f"@refs/heads/{run.head_branch}"
-            ),
-            "INPUT_TOKEN": self.worker_token,
-        }
-        for name in GUARD_INPUTS:
-            environ[f"INPUT_{name.upper()}"] = run.inputs.get(name, "")
-        return WorkerContext(run.id, run.attempt, dict(run.inputs), environ)
+def _first_status(timings: Timings) -> str:
+    """What a new child run says first: `requested`, `pending` (concurrency limit) or `queued`."""
+    if timings.requested_delay > 0:
+        return "requested"
+    return "pending" if timings.pending_delay > 0 else "queued"
 
 
 def _check_inputs(wf: WorkflowFile, inputs: Mapping[str, str]) -> DispatchRefused | None:

@@ -75,7 +75,7 @@ class Timings:
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     visibility_delay: float = 3.0  # dispatch -> the run answers 200 instead of 404
-    jobs_delay: float = 2.0  # run visible -> its worker job is listed (queued)
+    jobs_delay: float = 2.0  # run queued -> its worker job is listed (queued)
     start_delay: float = 5.0  # runner assigned -> the first step (the guard) runs
     guard_duration: float = 2.0  # how long the guard step takes when no hook runs it
     cancel_delay: float = 3.0  # POST /cancel accepted -> run and job completed/cancelled
@@ -84,6 +84,8 @@ class Timings:
     job_completion_lag: float = 0.0  # job says completed this long after it really ended
     latency: float = 0.0  # every reply arrives this long after the request was served
     timeout_minutes: float = 15.0  # the child job's `timeout-minutes`
+    requested_delay: float = 0.0  # run visible -> leaves `requested` (0: never shows it)
+    pending_delay: float = 0.0  # then `pending` (concurrency limit), no job listed, this long
 
 
 DEFAULT_TIMINGS = Timings()

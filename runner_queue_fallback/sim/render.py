@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,6 +64,9 @@ class Renderer:
         self.api_url = api_url
         self.server_url = server_url
         self.epoch = epoch
+        #: built once: every run carries them twice, and a run is rendered even for a 304
+        self._user = self._build_user()
+        self._repo = self._build_repo()
 
     def time(self, seconds: float) -> str:
         """ISO-8601 UTC, whole seconds, as GitHub writes timestamps."""
@@ -70,7 +74,14 @@ class Renderer:
         return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def user(self) -> dict[str, Any]:
-        """The actor: a simple-user."""
+        """The actor: a simple-user (a copy of the one every run shares)."""
+        return copy.deepcopy(self._user)
+
+    def repo(self) -> dict[str, Any]:
+        """The repository: a minimal-repository (a copy of the one every run shares)."""
+        return copy.deepcopy(self._repo)
+
+    def _build_user(self) -> dict[str, Any]:
         login, url = "octocat", f"{self.api_url}/users/octocat"
         return {
             "login": login,
@@ -93,14 +104,13 @@ class Renderer:
             "site_admin": False,
         }
 
-    def repo(self) -> dict[str, Any]:
-        """The repository: a minimal-repository."""
+    def _build_repo(self) -> dict[str, Any]:
         body: dict[str, Any] = {
             "id": 1296269,
             "node_id": "MDEwOlJlcG9zaXRvcnkxMjk2MjY5",
             "name": self.repository.split("/", 1)[1],
             "full_name": self.repository,
-            "owner": self.user() | {"login": self.owner},
+            "owner": self._user | {"login": self.owner},
             "private": True,
             "html_url": f"{self.server_url}/{self.repository}",
             "description": None,
@@ -147,8 +157,8 @@ class Renderer:
             "pull_requests": [],
             "created_at": self.time(run.created_at),
             "updated_at": self.time(updated),
-            "actor": self.user(),
-            "triggering_actor": self.user(),
+            "actor": self._user,
+            "triggering_actor": self._user,
             "run_attempt": number,
             "referenced_workflows": [],
             "run_started_at": self.time(started),
@@ -161,8 +171,8 @@ class Renderer:
             "previous_attempt_url": f"{url}/attempts/{number - 1}" if number > 1 else None,
             "workflow_url": f"{self.repo_api}/actions/workflows/{run.workflow_id}",
             "head_commit": self.commit(run.head_sha, run.created_at),
-            "repository": self.repo(),
-            "head_repository": self.repo(),
+            "repository": self._repo,
+            "head_repository": self._repo,
         }
 
     def commit(self, sha: str, at: float) -> dict[str, Any]:

@@ -116,6 +116,8 @@ class Scenario:
     seed: int = 0
     quota: int = 1000
     path_with_ref: bool = False
+    #: a job cancelled before it got a runner shows `runner_id: 0`, `runner_name: ""`
+    unassigned_runner_as_zero: bool = False
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
@@ -150,6 +152,7 @@ class Scenario:
             faults=FaultPlan(self.faults, self.seed),
             quota=self.quota,
             path_with_ref=self.path_with_ref,
+            unassigned_runner_as_zero=self.unassigned_runner_as_zero,
         )
         for wf in self.workflows:
             world.add_workflow(

@@ -140,7 +140,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
-        self.send_header("Content-Length", str(len(reply.body)))
+        if reply.status != 204:  # a 204 carries no Content-Length (RFC 9110 §8.6)
+            self.send_header("Content-Length", str(len(reply.body)))
         self.end_headers()
         if reply.body and self.command != "HEAD":
             self.wfile.write(reply.body)

@@ -1,7 +1,9 @@
 """The fake GitHub: the Actions model behind GitHub's REST API, with faults, ETags and a quota.
 
 Every adapter (a `requests` transport, `responses` callbacks, a loopback HTTP server) calls one
-`FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`.
+`FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`. A request is served as the
+API version it asks for: 2022-11-28 without `X-GitHub-Api-Version` (dispatch answers 204), 400 for
+a version GitHub does not have.
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ SECONDARY_MESSAGE = (
     "If you reach out to GitHub Support for help, please include the request ID {request_id}."
 )
 QUOTA_WINDOW = 3600.0
+#: Without `X-GitHub-Api-Version` GitHub still serves 2022-11-28; the client asks for 2026-03-10.
+DEFAULT_API_VERSION = "2022-11-28"
+API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
 
 _Route = tuple[str, re.Pattern[str], str]
 _ROUTES: list[_Route] = [
@@ -63,6 +68,12 @@ class _Request:
     body: bytes
     client: int | None
     request_id: str
+    version: str  # the API version asked for (`X-GitHub-Api-Version`), or the default
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The query parameters (the last value of each)."""
+        return {k: v[-1] for k, v in parse_qs(self.query).items()}
 
 
 class FakeGitHub(ActionsModel):
@@ -83,6 +94,7 @@ class FakeGitHub(ActionsModel):
         path_with_ref: bool = False,
         worker_token: str = "ghs_worker_token",  # noqa: S107 (a fake token the guard is handed)
         default_branch: str = "main",
+        unassigned_runner_as_zero: bool = False,
     ) -> None:
         """Build an empty repository; add refs, workflows, pools and the parent run next."""
         super().__init__(
@@ -95,6 +107,7 @@ class FakeGitHub(ActionsModel):
             on_worker_start=on_worker_start,
             worker_token=worker_token,
             default_branch=default_branch,
+            unassigned_runner_as_zero=unassigned_runner_as_zero,
         )
         self.faults = faults or FaultPlan()
         self.quota = quota
@@ -159,6 +172,7 @@ class FakeGitHub(ActionsModel):
                 body=body,
                 client=self._client(lowered.get("authorization")),
                 request_id=f"5100:{self._seq:05X}:{self._seq * 7919 % 65536:04X}",
+                version=lowered.get("x-github-api-version", DEFAULT_API_VERSION).strip(),
             )
             reply, counted, fault = self._serve(request)
             self.ledger.append(
@@ -188,30 +202,34 @@ class FakeGitHub(ActionsModel):
         return self._clients.setdefault(digest, len(self._clients))
 
     def _serve(self, request: _Request) -> tuple[Reply, bool, str | None]:  # noqa: PLR0911 (one return per way a request ends)
-        request_id = request.request_id
         if request.client is None:
-            return self._reply(401, error("Requires authentication", 401), request_id), False, None
+            return self._reply(401, error("Requires authentication", 401), request), False, None
         if self._quota_used() >= self.quota:
-            return self._primary_limit(request_id, self._quota_reset()), False, None
+            return self._primary_limit(request, self._quota_reset()), False, None
+        if request.version not in API_VERSIONS:
+            self._count()
+            message = f"API version '{request.version}' is not a supported version."
+            return self._reply(400, error(message, 400), request), True, None
         fault = self.faults.pick(request.method, request.path, self.now())
         if fault is not None and fault.kind in {"timeout", "connection"}:
-            return self._fault_reply(fault, request_id), False, fault.kind
+            return self._fault_reply(fault, request), False, fault.kind
         if fault is not None and fault.kind != "lost_reply":
             self._count()
-            return self._fault_reply(fault, request_id), True, fault.kind
-        status, payload = self._route(request.method, request.path, request.query, request.body)
+            return self._fault_reply(fault, request), True, fault.kind
+        status, payload = self._route(request)
         raw = b"" if payload is None else json.dumps(payload).encode()
         etag = f'W/"{hashlib.sha256(raw).hexdigest()[:40]}"'
         is_get = request.method == "GET" and status == 200
         if is_get and _etag_matches(request.headers.get("if-none-match"), etag):
-            return self._reply(304, None, request_id, etag=etag), False, None
+            return self._reply(304, None, request, etag=etag), False, None
         self._count()
         if fault is not None:  # lost_reply: it really happened, but the client never hears so
-            lost = (
-                Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request_id)
-            )
+            lost = Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request)
             return lost, True, fault.kind
-        return self._reply(status, payload, request_id, etag=etag if is_get else None), True, None
+        headers = self._headers(request, etag=etag if is_get else None)
+        if status == 204:
+            del headers["Content-Type"]  # no content, no type
+        return Reply(status, headers, raw), True, None
 
     # --------------------------------------------------------------------- quota, replies
 
@@ -233,89 +251,87 @@ class FakeGitHub(ActionsModel):
         stamp: datetime = self.render.epoch + timedelta(seconds=virtual)
         return int(stamp.timestamp() + 0.999)
 
-    def _rate_headers(self, request_id: str, remaining: int | None = None) -> dict[str, str]:
+    def _headers(
+        self, request: _Request, *, remaining: int | None = None, etag: str | None = None
+    ) -> dict[str, str]:
+        """Headers of every reply: content type, API version, request ID, rate limit, ETag."""
         used = self._quota_used()
         left = max(0, self.quota - used) if remaining is None else remaining
-        return {
-            "Content-Type": "application/json; charset=utf-8",
-            "X-GitHub-Api-Version-Selected": "2026-03-10",
-            "X-GitHub-Request-Id": request_id,
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        if request.version in API_VERSIONS:
+            headers["X-GitHub-Api-Version-Selected"] = request.version
+        headers |= {
+            "X-GitHub-Request-Id": request.request_id,
             "X-RateLimit-Limit": str(self.quota),
             "X-RateLimit-Remaining": str(left),
             "X-RateLimit-Used": str(used),
             "X-RateLimit-Reset": str(self._epoch(self._quota_reset())),
             "X-RateLimit-Resource": "core",
         }
-
-    def _reply(
-        self, status: int, payload: Any, request_id: str, *, etag: str | None = None
-    ) -> Reply:
-        headers = self._rate_headers(request_id)
         if etag is not None:
             headers["ETag"] = etag
+        return headers
+
+    def _reply(
+        self, status: int, payload: Any, request: _Request, *, etag: str | None = None
+    ) -> Reply:
+        headers = self._headers(request, etag=etag)
         body = b"" if payload is None or status == 304 else json.dumps(payload).encode()
         return Reply(status, headers, body)
 
-    def _primary_limit(self, request_id: str, reset: float, status: int = 403) -> Reply:
-        headers = self._rate_headers(request_id, remaining=0)
+    def _primary_limit(self, request: _Request, reset: float, status: int = 403) -> Reply:
+        headers = self._headers(request, remaining=0)
         headers["X-RateLimit-Reset"] = str(self._epoch(reset))
         message = "API rate limit exceeded for installation ID 4242."
         body = json.dumps(error(message, status, f"{RATE_DOCS}#about-primary-rate-limits"))
         return Reply(status, headers, body.encode())
 
-    def _bad_gateway(self, request_id: str) -> Reply:
-        headers = self._rate_headers(request_id) | {"Content-Type": "text/html"}
+    def _bad_gateway(self, request: _Request) -> Reply:
+        headers = self._headers(request) | {"Content-Type": "text/html"}
         return Reply(502, headers, b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
 
-    def _fault_reply(self, fault: Fault, request_id: str) -> Reply:  # noqa: PLR0911 (one reply per fault kind)
+    def _fault_reply(self, fault: Fault, request: _Request) -> Reply:  # noqa: PLR0911 (one reply per fault kind)
         kind = fault.kind
         if kind in {"timeout", "connection"}:
             return Reply(0, error="timeout" if kind == "timeout" else "connection")
         if kind == "primary_rate_limit":
-            return self._primary_limit(
-                request_id, self.now() + fault.retry_after, fault.status or 403
-            )
+            return self._primary_limit(request, self.now() + fault.retry_after, fault.status or 403)
         if kind == "secondary_rate_limit":
             status = fault.status or 403
-            message = SECONDARY_MESSAGE.format(request_id=request_id)
+            message = SECONDARY_MESSAGE.format(request_id=request.request_id)
             body = error(message, status, f"{RATE_DOCS}#about-secondary-rate-limits")
-            reply = self._reply(status, body, request_id)
+            reply = self._reply(status, body, request)
             return Reply(
                 status, reply.headers | {"Retry-After": str(fault.retry_after)}, reply.body
             )
         if kind == "malformed":
-            headers = self._rate_headers(request_id)
-            return Reply(200, headers, b'{"id": 1, "status": "queu')
+            return Reply(200, self._headers(request), b'{"id": 1, "status": "queu')
         if kind == "unauthorized":
-            return self._reply(401, error("Bad credentials", 401), request_id)
+            return self._reply(401, error("Bad credentials", 401), request)
         if kind == "forbidden":
-            return self._reply(
-                403, error("Resource not accessible by integration", 403), request_id
-            )
+            return self._reply(403, error("Resource not accessible by integration", 403), request)
         status = fault.status or 500
         if status == 502:
-            return self._bad_gateway(request_id)
-        return self._reply(status, error(HTTPStatus(status).phrase, status), request_id)
+            return self._bad_gateway(request)
+        return self._reply(status, error(HTTPStatus(status).phrase, status), request)
 
     # ----------------------------------------------------------------------------- routes
 
-    def _route(self, method: str, path: str, query: str, body: bytes) -> _Served:
+    def _route(self, request: _Request) -> _Served:
         prefix = f"/repos/{self.repository}"
-        if not path.lower().startswith(prefix.lower() + "/"):
+        if not request.path.lower().startswith(prefix.lower() + "/"):
             return 404, error("Not Found", 404)
-        rest = path[len(prefix) :]
-        params = {k: v[-1] for k, v in parse_qs(query).items()}
+        rest = request.path[len(prefix) :]
         for verb, pattern, name in _ROUTES:
             match = pattern.fullmatch(rest)
-            if match and verb == method:
+            if match and verb == request.method:
                 handler: Callable[..., _Served] = getattr(self, name)
-                return handler(params=params, body=body, **match.groupdict())
+                return handler(request, **match.groupdict())
         return 404, error("Not Found", 404)
 
-    def _dispatch(self, file: str, params: Mapping[str, str], body: bytes) -> _Served:
-        del params
+    def _dispatch(self, request: _Request, file: str) -> _Served:
         try:
-            data = json.loads(body or b"{}")
+            data = json.loads(request.body or b"{}")
         except ValueError:
             return 400, error("Problems parsing JSON", 400)
         if not isinstance(data, dict) or not isinstance(data.get("ref"), str):
@@ -328,14 +344,14 @@ class FakeGitHub(ActionsModel):
         outcome = self.dispatch(file, data["ref"], inputs)
         if isinstance(outcome, DispatchRefused):
             return outcome.status, error(outcome.message, outcome.status)
+        if request.version == "2022-11-28" and data.get("return_run_details") is not True:
+            return 204, None  # 2022-11-28 says nothing about the run unless asked to
         run_url = f"{self.render.repo_api}/actions/runs/{outcome.id}"
         html_url = f"{self.server_url}/{self.repository}/actions/runs/{outcome.id}"
         return 200, {"workflow_run_id": outcome.id, "run_url": run_url, "html_url": html_url}
 
-    def _get_run(
-        self, run_id: str, params: Mapping[str, str], body: bytes, n: str | None = None
-    ) -> _Served:
-        del params, body
+    def _get_run(self, request: _Request, run_id: str, n: str | None = None) -> _Served:
+        del request
         run = self.visible_run(int(run_id))
         if run is None:
             return 404, error("Not Found", 404)
@@ -344,18 +360,16 @@ class FakeGitHub(ActionsModel):
             return 404, error("Not Found", 404)
         return 200, self.render.run(run, attempt=attempt, path_ref=self.path_with_ref)
 
-    def _get_jobs(
-        self, run_id: str, params: Mapping[str, str], body: bytes, n: str | None = None
-    ) -> _Served:
-        del params, body
+    def _get_jobs(self, request: _Request, run_id: str, n: str | None = None) -> _Served:
+        del request
         run = self.visible_run(int(run_id))
         if run is None or (n is not None and int(n) != run.attempt and int(n) not in run.attempts):
             return 404, error("Not Found", 404)
         jobs = [] if run.job is None or (n is not None and int(n) != run.attempt) else [run.job]
         return 200, {"total_count": len(jobs), "jobs": [self.render.job(run, j) for j in jobs]}
 
-    def _list_runs(self, file: str, params: Mapping[str, str], body: bytes) -> _Served:
-        del body
+    def _list_runs(self, request: _Request, file: str) -> _Served:
+        params = request.params
         if file not in self.workflow_ids and not any(
             str(i) == file for i in self.workflow_ids.values()
         ):
@@ -389,8 +403,8 @@ class FakeGitHub(ActionsModel):
         at = datetime.fromisoformat(self.render.time(run.created_at))
         return {">=": at >= bound, "<=": at <= bound, ">": at > bound, "<": at < bound}[op]
 
-    def _cancel(self, run_id: str, how: str, params: Mapping[str, str], body: bytes) -> _Served:
-        del params, body
+    def _cancel(self, request: _Request, run_id: str, how: str) -> _Served:
+        del request
         status = self.request_cancel(int(run_id), force=how == "force-cancel")
         if status == 409:
             return 409, error("Cannot cancel a workflow run that is completed.", 409)
@@ -398,8 +412,8 @@ class FakeGitHub(ActionsModel):
             return 404, error("Not Found", 404)
         return 202, {}
 
-    def _git_ref(self, ref: str, params: Mapping[str, str], body: bytes) -> _Served:
-        del params, body
+    def _git_ref(self, request: _Request, ref: str) -> _Served:
+        del request
         sha = self.refs.get(ref)
         if sha is None:
             return 404, error("Not Found", 404)
@@ -407,16 +421,15 @@ class FakeGitHub(ActionsModel):
             ref, sha, kind="tag" if sha in self.tag_objects else "commit"
         )
 
-    def _git_tag(self, sha: str, params: Mapping[str, str], body: bytes) -> _Served:
-        del params, body
+    def _git_tag(self, request: _Request, sha: str) -> _Served:
+        del request
         if sha not in self.tag_objects:
             return 404, error("Not Found", 404)
         name, commit = self.tag_objects[sha]
         return 200, self.render.git_tag(sha, name, commit)
 
-    def _contents(self, path: str, params: Mapping[str, str], body: bytes) -> _Served:
-        del body
-        ref = params.get("ref", self.default_branch)
+    def _contents(self, request: _Request, path: str) -> _Served:
+        ref = request.params.get("ref", self.default_branch)
         resolved = self.resolve(ref, allow_sha=True)
         wf = None if resolved is None else self.commits[resolved[1]].get(path)
         if wf is None:
