@@ -2,26 +2,28 @@
 # The runner builds it with the repository root as context (guard/action.yml says ../Dockerfile)
 # and starts it as `docker run --rm --workdir /github/workspace -e INPUT_... --entrypoint X <image>`.
 #
+# Two stages on the same base: the builder makes /app (venv, code, profiles, /app/bin) and
+# byte-compiles it; the runtime stage copies only those, so pip, the lock file and the build's
+# leftovers never reach the image.
+#
 # Base pinned by tag only: nobody working on this file could pull the image to read its digest.
-# To pin by digest, append @sha256:<digest> from `docker buildx imagetools inspect python:3.12-slim`.
-FROM python:3.12-slim
+# To pin by digest, append @sha256:<digest> from `docker buildx imagetools inspect python:3.12-slim`
+# to both FROM lines.
+FROM python:3.12-slim AS builder
 
-# No WORKDIR (the runner mounts the workspace and sets --workdir) and no USER (the action must be
-# root to write GITHUB_OUTPUT/GITHUB_STATE files owned by the runner): every path here is absolute.
-# PYTHONSAFEPATH keeps the consumer's workspace (the cwd) off sys.path for `python -m`.
-ENV PYTHONUNBUFFERED=1 \
-    PYTHONDONTWRITEBYTECODE=1 \
-    PYTHONSAFEPATH=1 \
-    PYTHONPATH=/app \
+ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1
 
-# Dependencies first, in their own layer, read from pyproject.toml's [project].dependencies (the
-# one source of truth). pip and setuptools leave the venv afterwards: the image only runs code.
-COPY pyproject.toml /app/pyproject.toml
+# Dependencies first, in their own layer: exactly the versions and files in requirements/runtime.txt
+# (scripts/lock generates it from pyproject.toml's [project].dependencies, the one source of
+# truth). --require-hashes refuses any file whose hash is not in the lock, --no-deps installs
+# nothing the lock does not list, --only-binary keeps compilers out. pip and setuptools leave the
+# venv afterwards: the image only runs code.
+COPY requirements/runtime.txt /build/runtime.txt
 RUN python -m venv /app/venv \
- && python -c "import tomllib; print(*tomllib.load(open('/app/pyproject.toml', 'rb'))['project']['dependencies'], sep='\n')" > /app/requirements.txt \
- && /app/venv/bin/python -m pip install --no-cache-dir --requirement /app/requirements.txt \
+ && /app/venv/bin/python -m pip install --no-cache-dir --require-hashes --no-deps \
+      --only-binary=:all: -r /build/runtime.txt \
  && /app/venv/bin/python -m pip uninstall --yes --quiet pip setuptools \
  && /app/venv/bin/python -m compileall -q -j 0 /app/venv
 
@@ -40,7 +42,25 @@ RUN mkdir /app/bin \
       && chmod 0755 "/app/bin/$command"; \
     done \
  && /app/venv/bin/python -m compileall -q -j 0 /app/runner_queue_fallback \
- && /app/venv/bin/python -c "import runner_queue_fallback.cli, runner_queue_fallback.profiles as p; p.load_profiles()"
+ && PYTHONPATH=/app /app/venv/bin/python -c "import runner_queue_fallback.cli, runner_queue_fallback.profiles as p; p.load_profiles()"
+
+
+FROM python:3.12-slim
+
+# No WORKDIR (the runner mounts the workspace and sets --workdir) and no USER (the action must be
+# root to write GITHUB_OUTPUT/GITHUB_STATE files owned by the runner): every path here is absolute.
+# PYTHONSAFEPATH keeps the consumer's workspace (the cwd) off sys.path for `python -m`.
+ENV PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONSAFEPATH=1 \
+    PYTHONPATH=/app
+
+# Same paths as in the builder (the venv's python and the /app/bin shebangs point there), in
+# layers ordered by how often they change: dependencies, then entry scripts, profiles, code.
+COPY --from=builder /app/venv /app/venv
+COPY --from=builder /app/bin /app/bin
+COPY --from=builder /app/profiles /app/profiles
+COPY --from=builder /app/runner_queue_fallback /app/runner_queue_fallback
 
 # Anything else (plan, simulate, lint, --help) through the generic entry point:
 #   docker run --rm <image> plan --runner-type gpu

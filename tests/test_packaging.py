@@ -1,4 +1,4 @@
-"""The action's packaging: action.yml, guard/action.yml, the Dockerfile, the example and CI workflows.
+"""The action's packaging: action.yml, guard/action.yml, the Dockerfile and its lock, the workflows.
 
 Each external check runs the real tool from the same environment as pytest (never a hard-coded
 path): check-jsonschema with SchemaStore's schemas, actionlint, hadolint.
@@ -10,11 +10,15 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from runner_queue_fallback.inputs import (
     COORDINATOR_INPUTS,
@@ -33,6 +37,8 @@ TOOLS = Path(sys.executable).parent
 ACTION = ROOT / "action.yml"
 GUARD = ROOT / "guard" / "action.yml"
 DOCKERFILE = ROOT / "Dockerfile"
+LOCK = ROOT / "requirements" / "runtime.txt"
+BASE = "python:3.12-slim"
 EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
 OWN_WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 WORKFLOWS = EXAMPLES + OWN_WORKFLOWS
@@ -284,32 +290,67 @@ def test_runs_blocks_point_at_the_image_scripts():
     assert _dockerfile_bin_commands() == {"coordinate", "cleanup", "guard"}
 
 
+def _instructions() -> list[list[str]]:
+    """The Dockerfile's instructions as [KEYWORD, rest], each with its continuation lines joined."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    return [
+        [parts[0].upper(), " ".join(parts[1].split())]
+        for line in text.splitlines()
+        if line.strip() and not line.startswith("#")
+        for parts in [line.split(maxsplit=1)]
+    ]
+
+
+def _stages() -> list[list[list[str]]]:
+    """The instructions of each build stage, split at every FROM."""
+    stages: list[list[list[str]]] = []
+    for instruction in _instructions():
+        if instruction[0] == "FROM":
+            stages.append([])
+        stages[-1].append(instruction)
+    return stages
+
+
 def test_dockerfile_follows_the_container_action_rules():
     """Pinned slim base, no USER or WORKDIR, exec-form absolute ENTRYPOINT, unbuffered, no .pyc writes."""
     text = DOCKERFILE.read_text()
-    instructions = [
-        line.split(maxsplit=1)
-        for line in text.splitlines()
-        if line.strip() and not line.startswith((" ", "#"))
-    ]
-    keywords = [parts[0].upper() for parts in instructions]
-    assert instructions[0] == ["FROM", "python:3.12-slim"]
+    builder, runtime = _stages()
+    assert builder[0] == ["FROM", f"{BASE} AS builder"]
+    assert runtime[0] == ["FROM", BASE], "the image runs on the base the venv was built on"
+    keywords = [keyword for keyword, _ in builder + runtime]
     assert "USER" not in keywords
     assert "WORKDIR" not in keywords
-    entrypoint = next(parts[1] for parts in instructions if parts[0].upper() == "ENTRYPOINT")
+    entrypoint = next(rest for keyword, rest in runtime if keyword == "ENTRYPOINT")
     assert re.fullmatch(r'\["/[^"]+"(, "[^"]+")*\]', entrypoint), entrypoint
+    runtime_env = " ".join(rest for keyword, rest in runtime if keyword == "ENV")
     for setting in ("PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1", "PYTHONSAFEPATH=1"):
         assert setting in text
+        assert setting.split("=")[0] in runtime_env, f"{setting} in the runtime stage"
     assert "compileall" in text
-    # Dependencies come from pyproject.toml, in a layer before the code is copied.
-    assert text.index("COPY pyproject.toml") < text.index("COPY runner_queue_fallback")
+    # Dependencies come from the lock, in a layer before the code is copied.
+    assert text.index("COPY requirements/runtime.txt") < text.index("COPY runner_queue_fallback")
+
+
+def test_runtime_stage_takes_only_the_builders_app_tree():
+    """The runtime stage runs nothing and copies the venv, /app/bin, profiles and code, same paths."""
+    _, runtime = _stages()
+    assert not [rest for keyword, rest in runtime if keyword == "RUN"]
+    copies = [rest.split() for keyword, rest in runtime if keyword == "COPY"]
+    assert all(len(parts) == 3 and parts[0] == "--from=builder" for parts in copies), copies
+    assert {(source, target) for _, source, target in copies} == {
+        (path, path)
+        for path in ("/app/venv", "/app/bin", "/app/profiles", "/app/runner_queue_fallback")
+    }
 
 
 def test_profiles_are_where_the_package_finds_them_in_the_image(tmp_path):
-    """Laid out as the Dockerfile copies it (/app/<package>, /app/profiles), profiles are found."""
-    copies = dict(
-        re.findall(r"^COPY (\S+) /app/(\S+)$", DOCKERFILE.read_text(), flags=re.MULTILINE)
-    )
+    """Laid out as the builder copies it (/app/<package>, /app/profiles), profiles are found."""
+    builder, _ = _stages()
+    copies = {}
+    for keyword, rest in builder:
+        source, _, target = rest.partition(" ")
+        if keyword == "COPY" and target.startswith("/app/"):
+            copies[source] = target.removeprefix("/app/")
     app = tmp_path / "app"
     for source, target in copies.items():
         if (ROOT / source).is_dir():
@@ -342,9 +383,117 @@ def test_dockerignore_lets_in_only_what_the_dockerfile_copies():
     ]
     assert lines[0] == "*"
     allowed = {line[1:].rstrip("/") for line in lines if line.startswith("!")}
-    copied = set(re.findall(r"^COPY (\S+) ", DOCKERFILE.read_text(), flags=re.MULTILINE))
+    copied = {
+        rest.split()[0]
+        for keyword, rest in _instructions()
+        if keyword == "COPY" and not rest.startswith("--from=")
+    }
     assert allowed == copied
     assert not allowed & {".venv", "tests", ".git", "docs"}
+
+
+# -- the runtime lock ------------------------------------------------------------------------------
+
+TOP_LEVEL = "runner-queue-fallback (pyproject.toml)"
+
+
+def _lock() -> dict[str, tuple[str, list[str], set[str]]]:
+    """requirements/runtime.txt as {name: (version, hashes, what it is pinned for)}."""
+    entries: dict[str, tuple[str, list[str], set[str]]] = {}
+    name = ""
+    via_list = False
+    for line in LOCK.read_text().splitlines():
+        if match := re.match(r"^([A-Za-z0-9][\w.-]*)==(\S+) \\$", line):
+            name = canonicalize_name(match[1])
+            assert name not in entries, f"{name} pinned twice"
+            entries[name] = (match[2], [], set())
+        elif match := re.match(r"^    --hash=(\S+)", line):
+            entries[name][1].append(match[1])
+        elif match := re.match(r"^    # via(?: (.+))?$", line):
+            via_list = match[1] is None
+            entries[name][2].update([] if via_list else [match[1]])
+        elif via_list and (match := re.match(r"^    #   (.+)$", line)):
+            entries[name][2].add(match[1])
+        else:
+            via_list = False
+            assert not line.strip() or line.startswith("#"), f"unexpected line in the lock: {line}"
+    return entries
+
+
+def _declared() -> dict[str, Requirement]:
+    """pyproject.toml's [project].dependencies, by canonical name."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    requirements = [Requirement(spec) for spec in project["dependencies"]]
+    return {canonicalize_name(requirement.name): requirement for requirement in requirements}
+
+
+def test_lock_pins_every_package_exactly_with_hashes():
+    """Each lock entry is name==version with sha256 hashes; no index or host of this machine in it."""
+    lock = _lock()
+    assert lock
+    for name, (_, hashes, _) in lock.items():
+        assert hashes, f"{name} has no --hash"
+        assert all(re.fullmatch(r"sha256:[0-9a-f]{64}", h) for h in hashes), name
+    text = LOCK.read_text()
+    for option in ("--index-url", "--extra-index-url", "--find-links", "--trusted-host", "://"):
+        assert option not in text, f"{option} in the lock: regenerate it with scripts/lock"
+
+
+def test_lock_pins_exactly_what_pyproject_dependencies_resolve_to():
+    """pyproject's dependencies are the lock's top level, within their ranges, and nothing dangles.
+
+    A changed range or a new dependency in pyproject.toml fails here until scripts/lock is rerun.
+    """
+    lock, declared = _lock(), _declared()
+    top_level = {name for name, (_, _, via) in lock.items() if TOP_LEVEL in via}
+    assert top_level == set(declared), "run scripts/lock after changing [project].dependencies"
+    for name, requirement in declared.items():
+        assert requirement.specifier.contains(lock[name][0], prereleases=True), name
+    # Every other pin is there for a pinned package: the via graph reaches all from the top level.
+    reached, todo = set(), list(top_level)
+    while todo:
+        name = todo.pop()
+        reached.add(name)
+        todo += [dep for dep, (_, _, via) in lock.items() if name in via and dep not in reached]
+    assert reached == set(lock), f"pinned for nothing in the lock: {set(lock) - reached}"
+
+
+def test_locked_packages_requirements_are_in_the_lock():
+    """Read from installed metadata: what each locked version needs on Python 3.12 is pinned too."""
+    lock = _lock()
+    target = {"python_version": "3.12", "python_full_version": "3.12.0", "extra": ""}
+    checked = 0
+    for name, (version, _, _) in lock.items():
+        try:
+            if metadata.version(name) != version:
+                continue  # the test environment has another version: its metadata says nothing
+        except metadata.PackageNotFoundError:
+            continue
+        checked += 1
+        for spec in metadata.requires(name) or []:
+            requirement = Requirement(spec)
+            if requirement.marker and not requirement.marker.evaluate(target):
+                continue
+            dep = canonicalize_name(requirement.name)
+            assert dep in lock, f"{name}=={version} needs {spec}, which the lock leaves out"
+            assert requirement.specifier.contains(lock[dep][0], prereleases=True), (name, spec)
+    if not checked:
+        pytest.skip("the .venv holds none of the locked versions: nothing to read metadata from")
+
+
+def test_dockerfile_installs_only_from_the_lock_with_hashes():
+    """The builder's one pip install takes requirements/runtime.txt with --require-hashes --no-deps."""
+    installs = [rest for keyword, rest in _instructions() if "pip install" in rest]
+    assert len(installs) == 1, installs
+    args = installs[0].split("pip install", 1)[1].split("&&")[0].split()
+    assert {"--require-hashes", "--no-deps"} <= set(args)
+    builder, _ = _stages()
+    copies = dict(rest.split() for keyword, rest in builder if keyword == "COPY")
+    assert args[args.index("-r") + 1] == copies["requirements/runtime.txt"]
+    assert "pyproject.toml" not in copies
+    lock_script = (ROOT / "scripts" / "lock").read_text()
+    assert "--generate-hashes" in lock_script
+    assert "--output-file requirements/runtime.txt" in lock_script
 
 
 # -- the example workflows -------------------------------------------------------------------------
