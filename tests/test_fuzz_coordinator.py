@@ -93,6 +93,7 @@ class Case:
     parent_visible_after: float = 0.0
     interrupt_at: float | None = None
     guard: bool = True
+    unassigned_runner_as_zero: bool = False
 
 
 @dataclass
@@ -187,6 +188,7 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         timings=case.timings,
         workload=case.workload,
         faults=FaultPlan(list(case.faults), case.seed),
+        unassigned_runner_as_zero=case.unassigned_runner_as_zero,
     )
     if case.guard and GUARD:
         world.on_worker_start = guard_hook(world, clock, observed.guard_logs)
@@ -421,6 +423,8 @@ def timings(draw: st.DrawFn) -> Timings:
         job_completion_lag=draw(weighted((6, 0.0), (2, 2.0), (1, 10.0), (1, 40.0), (1, 200.0))),
         latency=draw(weighted((6, 0.0), (1, 0.25), (1, 1.0), (1, 3.0))),
         timeout_minutes=draw(weighted((4, 15.0), (1, 1.0), (1, 5.0), (1, 60.0))),
+        requested_delay=draw(weighted((6, 0.0), (1, 2.0), (1, 20.0))),
+        pending_delay=draw(weighted((6, 0.0), (1, 5.0), (1, 40.0), (1, 150.0))),
     )
 
 
@@ -465,6 +469,7 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
         parent_visible_after=draw(weighted((12, 0.0), (2, 20.0), (1, 110.0), (1, 130.0))),
         interrupt_at=sometimes(12),
         guard=draw(st.integers(0, 4)) != 0,
+        unassigned_runner_as_zero=draw(st.booleans()),
     )
 
 
