@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import NoReturn
 
 from runner_queue_fallback import timing
-from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm, observe_run
+from runner_queue_fallback.attempts import Attempt, Result
+from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import (
     TRANSIENT_ERRORS,
@@ -39,60 +39,15 @@ from runner_queue_fallback.observe import (
     job_mismatches,
 )
 from runner_queue_fallback.parent import check_parent
-from runner_queue_fallback.profiles import Candidate
 from runner_queue_fallback.report import Reporter
 
-__all__ = ["Attempt", "Coordinator", "Result"]
+__all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
 
 #: How far back to look for a run whose dispatch reply was lost (clock skew margin).
 _LOOKBACK_SECONDS = 300
 #: Below this many remaining requests a dispatch comes with a warning (not in the spec: a child
 #: costs about 10 counted requests to start, cancel and confirm).
 _LOW_QUOTA = 50
-
-
-@dataclass
-class Attempt:
-    """One dispatch: where it went, what it became and how long it waited for a runner."""
-
-    number: int
-    candidate: Candidate
-    request_id: str
-    run_id: int | None = None
-    run_url: str | None = None
-    job_url: str | None = None
-    dispatched_at: float | None = None
-    queued_at: float | None = None
-    queue_left_at: float | None = None
-    outcome: str = "not dispatched"
-
-    @property
-    def queued_seconds(self) -> float | None:
-        """Observed wait in the queue: from first seen queued to allocation or cancellation."""
-        if self.queued_at is None or self.queue_left_at is None:
-            return None
-        return self.queue_left_at - self.queued_at
-
-
-@dataclass
-class Result:
-    """How the sequence ended."""
-
-    attempts: list[Attempt] = field(default_factory=list)
-    success: bool = False
-    error: RQFError | None = None
-    cleanup: CleanupResult | None = None
-    race: bool = False
-
-    @property
-    def last(self) -> Attempt | None:
-        """The last dispatched attempt: the one the outputs describe."""
-        return self.dispatched[-1] if self.dispatched else None
-
-    @property
-    def dispatched(self) -> list[Attempt]:
-        """The attempts whose dispatch was sent."""
-        return [a for a in self.attempts if a.dispatched_at is not None]
 
 
 class Coordinator:
@@ -498,7 +453,7 @@ class Coordinator:
         round_number = 0
         while not observation.finished:
             now = self.clock.monotonic()
-            if now >= deadline and _reported_over(observation):
+            if now >= deadline and observation.reported_over:
                 # The run or its job already says completed; the other's report lags behind.
                 # The worker did not outlive the deadline: let the reports settle.
                 observation = self._settle(attempt, observation)
@@ -564,13 +519,6 @@ class Coordinator:
         if self.result.cleanup.confirmed:
             self._active = None
         self.report.log(self.result.cleanup.describe())
-
-
-def _reported_over(observation: Observation) -> bool:
-    """The run or its job already reports completed (the other may lag behind)."""
-    return observation.run.status == "completed" or any(
-        job.status == "completed" for job in observation.jobs
-    )
 
 
 def _seconds(value: float) -> str:

@@ -82,6 +82,11 @@ class Observation:
         return any(_job_evidence(job) for job in self.jobs)
 
     @property
+    def reported_over(self) -> bool:
+        """The run or one of its jobs already says completed (the other report may lag behind)."""
+        return self.run.status == "completed" or any(job.status == "completed" for job in self.jobs)
+
+    @property
     def finished(self) -> bool:
         """Run and every job completed (a lagging job keeps this False)."""
         return self.run.status == "completed" and all(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from runner_queue_fallback.coordinator import Attempt, Result
+from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.report import Reporter, escape_markdown
 
 __all__ = ["attempts_json", "outputs", "publish", "summary_markdown", "worker_link"]
