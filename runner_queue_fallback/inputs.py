@@ -20,6 +20,7 @@ from runner_queue_fallback.overrides import parse_json, resolve_runners
 from runner_queue_fallback.profiles import Candidate, Profile
 
 __all__ = [
+    "CHILD_INPUTS",
     "COORDINATOR_INPUTS",
     "FULL_SHA",
     "GUARD_INPUTS",
@@ -50,6 +51,16 @@ COORDINATOR_INPUTS = (
     "workload",
     "source-policy",
     "token",
+)
+#: The inputs the coordinator dispatches, in the order the child workflow declares them.
+CHILD_INPUTS = (
+    "request-id",
+    "parent-run-id",
+    "parent-run-attempt",
+    "source-ref",
+    "source-sha",
+    "runner",
+    "workload",
 )
 #: Every guard input, as spelled in guard/action.yml.
 GUARD_INPUTS = (

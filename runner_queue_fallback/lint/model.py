@@ -10,7 +10,7 @@ from typing import Final, Literal
 
 import yaml
 
-from runner_queue_fallback.inputs import FULL_SHA, whole_number
+from runner_queue_fallback.inputs import CHILD_INPUTS, FULL_SHA, whole_number
 
 __all__ = [
     "CHILD_INPUTS",
@@ -36,17 +36,6 @@ __all__ = [
 ]
 
 Level = Literal["error", "warning", "notice"]
-
-#: The inputs the coordinator dispatches, in the order the child declares them.
-CHILD_INPUTS: Final = (
-    "request-id",
-    "parent-run-id",
-    "parent-run-attempt",
-    "source-ref",
-    "source-sha",
-    "runner",
-    "workload",
-)
 
 
 @dataclass(frozen=True)
