@@ -40,6 +40,7 @@ from runner_queue_fallback.observe import (
 )
 from runner_queue_fallback.parent import check_parent
 from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.request_id import RequestId
 
 __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
 
@@ -132,7 +133,7 @@ class Coordinator:
         return True
 
     def _request_id(self, number: int) -> str:
-        return f"rqf-{self.ctx.run_id}-{self.ctx.run_attempt}-{number}-{self.make_token()}"
+        return str(RequestId(self.ctx.run_id, self.ctx.run_attempt, number, self.make_token()))
 
     # -- before dispatch ------------------------------------------------------------------
 
