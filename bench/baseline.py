@@ -14,8 +14,8 @@ finished child and the cleanup after an error. Give it a client with `conditiona
 from __future__ import annotations
 
 from runner_queue_fallback.coordinator import Attempt, Coordinator
-from runner_queue_fallback.errors import SequenceError
 from runner_queue_fallback.observe import Observation
+from runner_queue_fallback.sequence.execution import execution_timeout
 
 __all__ = ["POLL_SECONDS", "OriginalCoordinator"]
 
@@ -28,9 +28,9 @@ class OriginalCoordinator(Coordinator):
 
     def _minute_poll(self, attempt: Attempt) -> Observation:
         """One minute poll, always four reads: the child run, its jobs, the source ref, the parent."""
-        observation = self._observe(attempt)
-        self._check_source()
-        self._check_parent_still_active()
+        observation = self.seq.observe(attempt)
+        self.seq.check_source()
+        self.seq.check_parent_still_active()
         return observation
 
     def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Observation | None:
@@ -44,11 +44,11 @@ class OriginalCoordinator(Coordinator):
         assert attempt.queued_at is not None  # set when startup saw the job queued
         deadline = attempt.queued_at + attempt.candidate.queue_seconds
         while True:
-            self.clock.sleep(POLL_SECONDS)
+            self.seq.clock.sleep(POLL_SECONDS)
             observation = self._minute_poll(attempt)
             if observation.has_evidence or observation.finished:
                 return observation
-            if self.clock.monotonic() >= deadline:
+            if self.seq.clock.monotonic() >= deadline:
                 return None
 
     def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
@@ -57,21 +57,17 @@ class OriginalCoordinator(Coordinator):
         Ours skips the source and parent reads on the poll that finds the child finished and
         aims its last poll at the execution deadline; the original does neither.
         """
-        now = self.clock.monotonic()
+        now = self.seq.clock.monotonic()
         # Book the queue's end now, when the runner was seen (the coordinator only sets these
         # when they are unset; it would otherwise book them once the child is over).
         if attempt.queued_at is None:
             attempt.queued_at = now
         if attempt.queue_left_at is None:
             attempt.queue_left_at = now
-        deadline = now + self.inputs.pools.execution_timeout_minutes * 60
+        deadline = now + self.seq.inputs.pools.execution_timeout_minutes * 60
         while not observation.finished:
-            if self.clock.monotonic() >= deadline:
-                attempt.outcome = "execution timeout"
-                raise SequenceError(
-                    f"child {attempt.run_id} did not finish within execution-timeout-minutes "
-                    f"({self.inputs.pools.execution_timeout_minutes}); cancelling it"
-                )
-            self.clock.sleep(POLL_SECONDS)
+            if self.seq.clock.monotonic() >= deadline:
+                raise execution_timeout(self.seq, attempt)
+            self.seq.clock.sleep(POLL_SECONDS)
             observation = self._minute_poll(attempt)
         super()._wait_for_result(attempt, observation)

@@ -47,15 +47,20 @@ def test_only_the_clock_touches_real_time(path: Path):
 @pytest.mark.parametrize("path", sorted((PACKAGE / "sim").glob("*.py")), ids=lambda p: p.name)
 def test_the_simulator_does_not_know_our_client(path: Path):
     """The fake describes GitHub, not our client's beliefs about GitHub."""
-    forbidden = {"github", "observe", "coordinator", "guard", "cleanup"}
+    forbidden = {"github", "observe", "coordinator", "sequence", "guard", "cleanup"}
     assert not {m for m in _imports(path) if m.split(".")[-1] in forbidden or ".github" in m}
 
 
-@pytest.mark.parametrize("name", ["coordinator.py", "guard.py", "cleanup.py"])
+SEQUENCE = ["coordinator.py", "guard.py", "cleanup.py"] + [
+    str(p.relative_to(PACKAGE)) for p in sorted((PACKAGE / "sequence").glob("*.py"))
+]
+
+
+@pytest.mark.parametrize("name", SEQUENCE)
 def test_the_sequence_does_not_import_the_simulator(name: str):
     path = PACKAGE / name
-    if path.exists():
-        assert not {m for m in _imports(path) if ".sim" in m}
+    assert path.exists()
+    assert not {m for m in _imports(path) if m.split(".")[1:2] == ["sim"]}
 
 
 @pytest.mark.parametrize(

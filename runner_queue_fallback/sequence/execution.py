@@ -1,0 +1,99 @@
+"""A runner was seen: no more fallback; wait for the result and judge it.
+
+"Once runner allocation or step execution is observed, fallback is disabled." "Poll once per
+minute while ... executing." "No skipped, missing, cancelled or unsuccessful required job can
+produce a successful coordinator."
+"""
+
+from __future__ import annotations
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.attempts import Attempt
+from runner_queue_fallback.errors import TRANSIENT_ERRORS, SequenceError
+from runner_queue_fallback.observe import Observation
+from runner_queue_fallback.sequence.context import Sequence, seconds
+
+__all__ = ["execution_timeout", "judge", "start_execution", "wait_for_result"]
+
+
+def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -> float:
+    """Book the end of the queue wait; the execution deadline, on the monotonic clock."""
+    now = seq.clock.monotonic()
+    if attempt.queued_at is None:  # already allocated at the first look: no queue seen
+        attempt.queued_at = now
+    if attempt.queue_left_at is None:
+        attempt.queue_left_at = now
+    attempt.outcome = "runner allocated"
+    if observation.has_evidence:
+        seq.report.log(f"Runner allocated to child {attempt.run_id}: fallback is now disabled")
+    return now + seq.inputs.pools.execution_timeout_minutes * 60
+
+
+def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
+    """No more fallback: poll every 60 s until the child concludes or the execution timeout."""
+    deadline = start_execution(seq, attempt, observation)
+    round_number = 0
+    while not observation.finished:
+        now = seq.clock.monotonic()
+        if now >= deadline and observation.reported_over:
+            # The run or its job already says completed; the other's report lags behind.
+            # The worker did not outlive the deadline: let the reports settle.
+            observation = _settle(seq, attempt, observation)
+            if observation.finished:
+                break
+        if now >= deadline:
+            raise execution_timeout(seq, attempt)
+        wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
+        round_number += 1
+        since = now - (attempt.dispatched_at or now)
+        seq.report.log(
+            f"Executing round {round_number}: child {attempt.run_id} {observation.describe()}; "
+            f"{seconds(since)} since dispatch; next check in {seconds(wait)}"
+        )
+        seq.clock.sleep(wait)
+        observation = seq.observe(attempt)
+        if not observation.finished:  # a finished worker is judged on its own result
+            seq.poll_checks(allocated=True)
+    judge(seq, attempt, observation)
+
+
+def execution_timeout(seq: Sequence, attempt: Attempt) -> SequenceError:
+    """The error that ends a worker past execution-timeout-minutes (cleanup then cancels it)."""
+    attempt.outcome = "execution timeout"
+    return SequenceError(
+        f"child {attempt.run_id} did not finish within execution-timeout-minutes "
+        f"({seq.inputs.pools.execution_timeout_minutes}); cancelling it"
+    )
+
+
+def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
+    """The verdict on a finished child: success only when run and worker job both succeeded."""
+    seq.active = None
+    seq.report.log(f"Polling finished: child {attempt.run_id} {observation.describe()}")
+    job = observation.job
+    attempt.outcome = (
+        f"run {observation.run.conclusion}, worker {job.conclusion if job else 'missing'}"
+    )
+    if not observation.succeeded:
+        raise SequenceError(
+            f"the worker did not succeed: run concluded {observation.run.conclusion!r}, worker job "
+            f"{job.conclusion if job else 'missing'!r}. It is not retried on another pool"
+        )
+    seq.result.success = True
+
+
+def _settle(seq: Sequence, attempt: Attempt, observation: Observation) -> Observation:
+    """Poll every 5 s, within one cancellation window, until run and job both say completed."""
+    deadline = seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
+    while not observation.finished:
+        if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
+            break
+        seq.report.log(
+            f"Child {attempt.run_id} {observation.describe()}: waiting for the lagging report"
+        )
+        seq.clock.sleep(timing.CANCEL_POLL_SECONDS)
+        try:
+            observation = seq.observe(attempt, deadline)
+        except TRANSIENT_ERRORS as exc:
+            seq.report.log(f"Completion check failed: {exc}")
+    return observation
