@@ -68,11 +68,20 @@ def install_command(pip: list[str], lock: Path, wheelhouse: Path) -> list[str]:
 
 def download_command(pip: list[str], lock: Path, wheelhouse: Path) -> list[str]:
     """Download the lock's wheels for this interpreter from the package index into `wheelhouse`."""
-    return [*pip, "download", *PIP_OPTIONS, *LOCK_OPTIONS, "--dest", str(wheelhouse), "-r", str(lock)]
+    return [
+        *pip,
+        "download",
+        *PIP_OPTIONS,
+        *LOCK_OPTIONS,
+        "--dest",
+        str(wheelhouse),
+        "-r",
+        str(lock),
+    ]
 
 
 def venv_python(env_dir: Path) -> Path:
-    """The interpreter of the venv at `env_dir` (Scripts\\python.exe on Windows)."""
+    """The interpreter of the venv at `env_dir` (Scripts/python.exe on Windows)."""
     if os.name == "nt":
         return env_dir / "Scripts" / "python.exe"
     return env_dir / "bin" / "python"
@@ -80,10 +89,8 @@ def venv_python(env_dir: Path) -> Path:
 
 def bundled_pip() -> Path | None:
     """The pip wheel that ships with this interpreter (ensurepip's, or the distribution's), if any."""
-    places = [Path(ensurepip.__file__).parent / "_bundled"]
-    for extra in (sysconfig.get_config_var("WHEEL_PKG_DIR"), "/usr/share/python-wheels"):
-        if extra:
-            places.append(Path(extra))
+    extra = (sysconfig.get_config_var("WHEEL_PKG_DIR"), "/usr/share/python-wheels")
+    places = [Path(ensurepip.__file__).parent / "_bundled", *(Path(e) for e in extra if e)]
     wheels = sorted(w for place in places if place.is_dir() for w in place.glob("pip-*.whl"))
     return wheels[-1] if wheels else None
 

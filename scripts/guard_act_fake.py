@@ -5,8 +5,8 @@ Usage: python scripts/guard_act_fake.py pass|refuse ENV_FILE INPUT_FILE
 Builds a repository with the child workflow, a source branch and an active parent run, dispatches
 a child as the coordinator would, and writes what a runner would give the child's guard step:
 ENV_FILE gets the GITHUB_* variables (act --env-file), INPUT_FILE the dispatch inputs (one
-NAME=VALUE a line, for act --input). `refuse` moves the source branch after the dispatch, so the guard must refuse
-("source ref"). The server runs on real time (SystemClock) until stdin closes or SIGTERM.
+NAME=VALUE a line, for act --input). `refuse` moves the source branch after the dispatch, so the
+guard must refuse ("source ref"). The server runs on real time (SystemClock) until stdin closes or SIGTERM.
 """
 
 from __future__ import annotations

@@ -131,9 +131,7 @@ def test_setup_python_runs_only_without_a_usable_python_and_a_failure_explains_i
 def test_the_guard_runs_isolated_from_the_workspace_and_python_variables():
     """-I: no PYTHON* variable, user site or working directory (an earlier job's files) is used."""
     step = _guard_step()
-    assert step["run"].strip() in {
-        "\"$RQF_GUARD_PYTHON\" -I -m runner_queue_fallback guard",
-    }
+    assert step["run"].strip() == '"$RQF_GUARD_PYTHON" -I -m runner_queue_fallback guard'
     assert step["env"]["RQF_GUARD_PYTHON"] == "${{ steps.venv.outputs.python }}"
 
 
@@ -145,7 +143,9 @@ def test_the_python_probe_accepts_only_3_11_or_newer(tmp_path):
     for version, found in (("(3, 11)", True), ("(3, 10)", False)):
         fake = tmp_path / "bin"
         fake.mkdir(exist_ok=True)
-        shim = f"#!/bin/sh\nexec {sys.executable} -c \"import sys; sys.version_info = {version} + sys.version_info[2:]; exec(sys.argv[2])\" \"$@\"\n"
+        # A python3 that reports `version` and runs the probe's -c code.
+        fake_version = f"import sys; sys.version_info = {version}; exec(sys.argv[2])"
+        shim = f'#!/bin/sh\nexec {sys.executable} -c "{fake_version}" "$@"\n'
         for name in ("python3", "python"):
             (fake / name).write_text(shim)
             (fake / name).chmod(0o755)
@@ -197,7 +197,9 @@ def _runner_env(world: FakeGitHub, url: str, run_id: int, tmp_path: Path) -> dic
     }
 
 
-def _run_composite_step(env: dict[str, str], values: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_composite_step(
+    env: dict[str, str], values: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     """The composite's guard step: its env with ${{ inputs.* }} filled in, its script in bash."""
     step = _guard_step()
     filled = {}
@@ -222,11 +224,13 @@ def _run_composite_step(env: dict[str, str], values: dict[str, str]) -> subproce
     )
 
 
-def _run_docker_entrypoint(env: dict[str, str], values: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _run_docker_entrypoint(
+    env: dict[str, str], values: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     """The Docker form: the runner sets INPUT_<NAME> for every declared input, then the entrypoint."""
     declared = _load(DOCKER)["inputs"]
     inputs = {env_name(name): values[name] for name in declared}
-    return subprocess.run(  # noqa: S603  # the test's interpreter, the image's command
+    return subprocess.run(
         [sys.executable, "-I", "-m", "runner_queue_fallback", "guard"],
         env={**env, **inputs},
         capture_output=True,
@@ -250,7 +254,9 @@ def test_both_forms_pass_a_genuine_child(served, tmp_path, form):
     summary = (tmp_path / "summary.md").read_text()
     assert summary.count("| pass |") == 4
     assert TOKEN not in summary
-    assert [line for line in result.stdout.splitlines() if TOKEN in line] == [f"::add-mask::{TOKEN}"]
+    assert [line for line in result.stdout.splitlines() if TOKEN in line] == [
+        f"::add-mask::{TOKEN}"
+    ]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -312,7 +318,9 @@ def test_the_wheel_cache_is_keyed_by_lock_python_and_platform(prepare, tmp_path)
     assert prepare.wheelhouse_for({"RUNNER_TOOL_CACHE": str(tmp_path)}, lock) != first
 
 
-def test_a_cache_that_does_not_verify_is_downloaded_again_never_used(prepare, tmp_path, monkeypatch):
+def test_a_cache_that_does_not_verify_is_downloaded_again_never_used(
+    prepare, tmp_path, monkeypatch
+):
     """pip's hash check fails on the cache: a fresh download replaces it, then the install runs."""
     house = tmp_path / "cache" / "abc-py311"
     house.mkdir(parents=True)
@@ -340,7 +348,7 @@ def test_a_cache_that_does_not_verify_is_downloaded_again_never_used(prepare, tm
 
 
 def test_a_failed_download_fails_closed_with_a_message(prepare, tmp_path, monkeypatch):
-    monkeypatch.setattr(prepare, "_run", lambda command: False)
+    monkeypatch.setattr(prepare, "_run", lambda _command: False)
     with pytest.raises(prepare.PrepareError, match="cold start needs the package index"):
         prepare.install(["pip"], LOCK, tmp_path / "cache" / "abc")
     assert not list((tmp_path / "cache").iterdir()), "no half-downloaded cache is left"
@@ -349,9 +357,9 @@ def test_a_failed_download_fails_closed_with_a_message(prepare, tmp_path, monkey
 def test_every_venv_is_a_new_directory(prepare, tmp_path, monkeypatch):
     """Two jobs never share a venv, even with the same RUNNER_TEMP."""
     made: list[Path] = []
-    monkeypatch.setattr(prepare.venv.EnvBuilder, "create", lambda self, d: made.append(Path(d)))
-    monkeypatch.setattr(prepare, "install", lambda pip, lock, house: "warm")
-    monkeypatch.setattr(prepare, "pip_command", lambda python: (["pip"], False))
+    monkeypatch.setattr(prepare.venv.EnvBuilder, "create", lambda _self, d: made.append(Path(d)))
+    monkeypatch.setattr(prepare, "install", lambda *_args: "warm")
+    monkeypatch.setattr(prepare, "pip_command", lambda _python: (["pip"], False))
 
     def fake_purelib(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         site = made[-1] / "site"

@@ -36,7 +36,9 @@ ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(sys.executable).parent
 ACTION = ROOT / "action.yml"
 GUARD = ROOT / "guard" / "action.yml"  # the composite guard (the default; no Docker)
-DOCKER_GUARD = ROOT / "guard" / "docker" / "action.yml"  # the Docker guard, same image as action.yml
+DOCKER_GUARD = (
+    ROOT / "guard" / "docker" / "action.yml"
+)  # the Docker guard, same image as action.yml
 DOCKERFILE = ROOT / "Dockerfile"
 LOCK = ROOT / "requirements" / "runtime.txt"
 BASE = "python:3.12-slim"
