@@ -148,6 +148,16 @@ def test_examples_pass_actionlint_against_our_action_yml(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+def test_examples_pass_actionlint_with_the_docker_guard(tmp_path):
+    """The Docker form (guard/docker) takes the same `with:` keys: actionlint finds nothing either."""
+    repo = _local_copy(tmp_path, EXAMPLES, edit={"uses: ./guard ": "uses: ./guard/docker "})
+    children = [p.read_text() for p in (repo / ".github" / "workflows").glob("*worker.yml")]
+    assert children
+    assert all("uses: ./guard/docker " in text for text in children)
+    result = _tool("actionlint", "-no-color", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_actionlint_catches_a_misspelt_input(tmp_path):
     """The local-action check is live: a wrong input name in an example is reported."""
     repo = _local_copy(
