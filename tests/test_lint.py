@@ -840,6 +840,46 @@ def test_the_local_action_forms_count(tmp_path):
     assert result.coordinators == (tmp_path / FILES["c"],)
 
 
+@pytest.mark.parametrize(
+    "guard",
+    [
+        f"acme/runner-queue-fallback/guard@{SHA}",
+        f"acme/runner-queue-fallback/guard/docker@{SHA}",
+        "./guard",
+        "./guard/docker",
+        "./guard/docker/",
+    ],
+    ids=["composite", "docker", "local-composite", "local-docker", "local-docker-slash"],
+)
+def test_either_guard_form_is_the_guard(tmp_path, guard):
+    """The composite guard (guard/) and the Docker guard (guard/docker) both count as the guard."""
+    edits = [("w", f"acme/runner-queue-fallback/guard@{SHA}", guard)]
+    if guard.startswith("./"):  # both actions from the same place: the local checkout
+        edits.append(("c", f"acme/runner-queue-fallback@{SHA}", "./"))
+    _write_pair(tmp_path, edits)
+    assert lint_files(tmp_path / FILES["c"]).findings == []
+
+
+def test_the_docker_guard_after_another_step_is_not_first(tmp_path):
+    texts = _write_pair(
+        tmp_path,
+        [
+            ("w", "guard@", "guard/docker@"),
+            ("w", "    steps:\n", "    steps:\n      - run: echo before\n"),
+        ],
+    )
+    result = lint_files(tmp_path / FILES["c"])
+    assert _found(result) == {("RQF112", FILES["w"], _line(texts["w"], "guard/docker@"))}
+
+
+@pytest.mark.parametrize("path", ["guard/dockerx", "guard/other", "docker"])
+def test_another_subfolder_of_the_action_is_not_a_guard(tmp_path, path):
+    """Only guard/ and guard/docker are guards: anything else leaves the child unguarded."""
+    _write_pair(tmp_path, [("w", "runner-queue-fallback/guard@", f"runner-queue-fallback/{path}@")])
+    rules = {f.rule for f in lint_files(tmp_path / FILES["c"]).findings}
+    assert "RQF112" in rules
+
+
 def test_a_tag_is_pinned_enough(tmp_path):
     _write_pair(
         tmp_path,

@@ -35,7 +35,10 @@ from runner_queue_fallback.report import COORDINATOR_OUTPUTS
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(sys.executable).parent
 ACTION = ROOT / "action.yml"
-GUARD = ROOT / "guard" / "action.yml"
+GUARD = ROOT / "guard" / "action.yml"  # the composite guard (the default; no Docker)
+DOCKER_GUARD = (
+    ROOT / "guard" / "docker" / "action.yml"
+)  # the Docker guard, same image as action.yml
 DOCKERFILE = ROOT / "Dockerfile"
 LOCK = ROOT / "requirements" / "runtime.txt"
 BASE = "python:3.12-slim"
@@ -94,9 +97,9 @@ def _env(values: dict[str, str]) -> dict[str, str]:
 # -- external validators ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("path", [ACTION, GUARD], ids=_rel)
+@pytest.mark.parametrize("path", [ACTION, GUARD, DOCKER_GUARD], ids=_rel)
 def test_action_metadata_matches_the_schemastore_schema(path):
-    """action.yml and guard/action.yml validate against SchemaStore's github-action schema."""
+    """action.yml and both guard forms validate against SchemaStore's github-action schema."""
     result = _tool("check-jsonschema", "--builtin-schema", "vendor.github-actions", str(path))
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -119,12 +122,14 @@ def _local_copy(tmp_path: Path, workflows: list[Path], edit: dict[str, str] | No
     """A throwaway repository where the examples use this checkout's actions as ./ and ./guard."""
     repo = tmp_path / "repo"
     (repo / ".github" / "workflows").mkdir(parents=True)
-    (repo / "guard").mkdir()
-    for path in (ACTION, GUARD, DOCKERFILE):
+    (repo / "guard" / "docker").mkdir(parents=True)
+    for path in (ACTION, GUARD, DOCKER_GUARD, DOCKERFILE):
         shutil.copy(path, repo / path.relative_to(ROOT))
     for path in workflows:
         text = re.sub(
-            r"[\w.-]+/runner-queue-fallback/guard@[0-9a-f]{40}", "./guard", path.read_text()
+            r"[\w.-]+/runner-queue-fallback/(guard(/docker)?)@[0-9a-f]{40}",
+            r"./\1",
+            path.read_text(),
         )
         text = re.sub(r"[\w.-]+/runner-queue-fallback@[0-9a-f]{40}", "./", text)
         for old, new in (edit or {}).items():
@@ -139,6 +144,16 @@ def _local_copy(tmp_path: Path, workflows: list[Path], edit: dict[str, str] | No
 def test_examples_pass_actionlint_against_our_action_yml(tmp_path):
     """With the actions referenced locally, actionlint checks every `with:` key and required input."""
     repo = _local_copy(tmp_path, EXAMPLES)
+    result = _tool("actionlint", "-no-color", cwd=repo)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_examples_pass_actionlint_with_the_docker_guard(tmp_path):
+    """The Docker form (guard/docker) takes the same `with:` keys: actionlint finds nothing either."""
+    repo = _local_copy(tmp_path, EXAMPLES, edit={"uses: ./guard ": "uses: ./guard/docker "})
+    children = [p.read_text() for p in (repo / ".github" / "workflows").glob("*worker.yml")]
+    assert children
+    assert all("uses: ./guard/docker " in text for text in children)
     result = _tool("actionlint", "-no-color", cwd=repo)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -172,14 +187,15 @@ def test_coordinator_inputs_and_outputs_match_the_code():
     assert tuple(action["outputs"]) == COORDINATOR_OUTPUTS
 
 
-def test_guard_inputs_match_the_code():
-    """guard/action.yml declares exactly the inputs inputs.py reads for the guard."""
-    guard = _load(GUARD)
+@pytest.mark.parametrize("path", [GUARD, DOCKER_GUARD], ids=_rel)
+def test_guard_inputs_match_the_code(path):
+    """Both guard forms declare exactly the inputs inputs.py reads for the guard, and no outputs."""
+    guard = _load(path)
     assert tuple(guard["inputs"]) == GUARD_INPUTS
     assert "outputs" not in guard
 
 
-@pytest.mark.parametrize("path", [ACTION, GUARD], ids=_rel)
+@pytest.mark.parametrize("path", [ACTION, GUARD, DOCKER_GUARD], ids=_rel)
 def test_every_input_and_output_is_described_and_defaults_are_strings(path):
     """Descriptions everywhere; a default is a (quoted) string, as the runner passes it."""
     action = _load(path)
@@ -195,8 +211,9 @@ def test_every_input_and_output_is_described_and_defaults_are_strings(path):
     [
         (ACTION, VALID_COORDINATOR, lambda env: read_coordinator_inputs(env, load_profiles())),
         (GUARD, VALID_GUARD, read_guard_inputs),
+        (DOCKER_GUARD, VALID_GUARD, read_guard_inputs),
     ],
-    ids=["action.yml", "guard/action.yml"],
+    ids=["action.yml", "guard/action.yml", "guard/docker/action.yml"],
 )
 def test_required_inputs_are_the_ones_the_code_requires(path, valid, read):
     """An input is `required: true` exactly when omitting it fails; the token has a default instead."""
@@ -223,8 +240,9 @@ def test_required_inputs_are_the_ones_the_code_requires(path, valid, read):
     [
         (ACTION, VALID_COORDINATOR, lambda env: read_coordinator_inputs(env, load_profiles())),
         (GUARD, VALID_GUARD, read_guard_inputs),
+        (DOCKER_GUARD, VALID_GUARD, read_guard_inputs),
     ],
-    ids=["action.yml", "guard/action.yml"],
+    ids=["action.yml", "guard/action.yml", "guard/docker/action.yml"],
 )
 def test_defaults_are_what_the_code_applies_when_omitted(path, valid, read):
     """Passing action.yml's default gives the same inputs as leaving the input out."""
@@ -267,7 +285,7 @@ def _dockerfile_bin_commands() -> set[str]:
 
 
 def test_runs_blocks_point_at_the_image_scripts():
-    """Main runs coordinate, post runs cleanup (always), the guard runs guard; no args anywhere.
+    """Main runs coordinate, post runs cleanup (always), the Docker guard runs guard; no args anywhere.
 
     The runner starts the post step as a new container with --entrypoint set to post-entrypoint and
     the main step's args, so args would reach cleanup too: each entrypoint is a whole command.
@@ -280,13 +298,13 @@ def test_runs_blocks_point_at_the_image_scripts():
         "post-entrypoint": "/app/bin/cleanup",
         "post-if": "always()",
     }
-    guard_runs = _load(GUARD)["runs"]
+    guard_runs = _load(DOCKER_GUARD)["runs"]
     assert guard_runs == {
         "using": "docker",
-        "image": "../Dockerfile",
+        "image": "../../Dockerfile",
         "entrypoint": "/app/bin/guard",
     }
-    assert (GUARD.parent / guard_runs["image"]).resolve() == DOCKERFILE
+    assert (DOCKER_GUARD.parent / guard_runs["image"]).resolve() == DOCKERFILE
     assert _dockerfile_bin_commands() == {"coordinate", "cleanup", "guard"}
 
 

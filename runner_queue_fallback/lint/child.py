@@ -315,7 +315,8 @@ def _steps(child: Workflow, job: Node, report: Report) -> None:
             "RQF112",
             "no step uses the guard action; without it a stale or replayed dispatch runs workload "
             "code",
-            "add `uses: <owner>/runner-queue-fallback/guard@<ref>` as the first step",
+            "add `uses: <owner>/runner-queue-fallback/guard@<ref>` as the first step "
+            "(or `.../guard/docker@<ref>`, the Docker form)",
         )
     else:
         _guard(child, guard, report)

@@ -361,7 +361,9 @@ def permissions_of(node: Node | None) -> str | dict[str, tuple[str, int]] | None
 
 _TAG = re.compile(r"^v?\d+(\.\d+){0,3}([-+.][0-9A-Za-z][0-9A-Za-z.-]*)?$")
 _LOCAL_COORDINATOR = {".", "./", "./."}
-_LOCAL_GUARD = {"./guard", "./guard/"}
+#: Both guard forms: the composite at guard/ (the default) and the Docker action at guard/docker.
+_GUARD_PATHS = ("guard", "guard/docker")
+_LOCAL_GUARD = {f"./{path}{end}" for path in _GUARD_PATHS for end in ("", "/")}
 
 
 @dataclass(frozen=True)
@@ -384,7 +386,11 @@ class ActionRef:
 
 
 def parse_uses(text: str | None) -> ActionRef | None:
-    """Recognise the coordinator (`.../runner-queue-fallback@ref`, `./`) or the guard (`.../guard`)."""
+    """Recognise the coordinator (`.../runner-queue-fallback@ref`, `./`) or either guard form.
+
+    The guard is `.../runner-queue-fallback/guard@ref` (composite, no Docker) or
+    `.../runner-queue-fallback/guard/docker@ref` (Docker container action), or their `./` forms.
+    """
     value = (text or "").strip()
     if value in _LOCAL_COORDINATOR:
         return ActionRef("coordinator", None, None)
@@ -396,6 +402,6 @@ def parse_uses(text: str | None) -> ActionRef | None:
     repo = "/".join(path.split("/")[:2])
     if path.endswith("/runner-queue-fallback"):
         return ActionRef("coordinator", repo, ref)
-    if path.endswith("/runner-queue-fallback/guard"):
+    if any(path.endswith(f"/runner-queue-fallback/{guard}") for guard in _GUARD_PATHS):
         return ActionRef("guard", repo, ref)
     return None
