@@ -96,7 +96,7 @@ class Survival:
             "observations": self.observations,
             "events": self.events,
             "horizon_seconds": self.horizon,
-            "steps": [[t, round(s, 6)] for t, s in zip(self.times, self.survival, strict=True)],
+            "steps": [[t, s] for t, s in zip(self.times, self.survival, strict=True)],
         }
 
     @classmethod
