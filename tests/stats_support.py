@@ -57,7 +57,9 @@ def run_stats(world: FakeGitHub, clock: FakeClock, *args: str, session: Any = No
         "GITHUB_API_URL": world.api_url,
     }
     return main(
-        ["stats", *args] if "--workflow" in args else ["stats", "--workflow", "runner-worker.yml", *args],
+        ["stats", *args]
+        if "--workflow" in args
+        else ["stats", "--workflow", "runner-worker.yml", *args],
         environ,
         clock=clock,
         session=session or world.session(),

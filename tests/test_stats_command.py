@@ -8,7 +8,7 @@ import sys
 from datetime import timedelta
 from pathlib import Path
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]  # no stubs; only validates a document
 import pytest
 import requests
 from githubkit_schemas.v2026_03_10.models import (
@@ -62,7 +62,13 @@ def test_history_pages_and_jobs_validate_against_githubs_models(small):
 def test_json_output_follows_the_documented_schema(small, capsys):
     world, clock = history_world(small)
     code = run_stats(
-        world, clock, "--json", "--runner-type", "cpu", "--runners", runners((CPU16, 10), (CPU8, 10))
+        world,
+        clock,
+        "--json",
+        "--runner-type",
+        "cpu",
+        "--runners",
+        runners((CPU16, 10), (CPU8, 10)),
     )
     out = capsys.readouterr().out
     assert code == 0
@@ -213,11 +219,12 @@ def test_the_plan_is_shown_before_the_first_request(small, capsys):
     world, clock = history_world(small)
 
     class Spy(requests.Session):
+        plan_seen = False
+
         def request(self, *args, **kwargs):
             Spy.plan_seen = "stats: plan:" in capsys.readouterr().err or Spy.plan_seen
             return super().request(*args, **kwargs)
 
-    Spy.plan_seen = False
     session = Spy()
     session.mount(world.api_url + "/", SimAdapter(world))
     assert run_stats(world, clock, "--max-runs", "5", session=session) == 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -10,12 +11,20 @@ from runner_queue_fallback.cli import main
 from runner_queue_fallback.profiles import Candidate
 from runner_queue_fallback.stats.recommend import PoolData, Step, evaluate, recommend
 from runner_queue_fallback.stats.survival import Observation, kaplan_meier
-from tests.stats_support import CPU8, CPU16, GROUP, history_world, run_stats, runners, slow_first_spec
+from tests.stats_support import (
+    CPU8,
+    CPU16,
+    GROUP,
+    history_world,
+    run_stats,
+    runners,
+    slow_first_spec,
+)
 
 
-def pool(labels, waits, censored_at=None, censored=0):
-    data = [Observation(w, True) for w in waits]
-    data += [Observation(censored_at, False)] * censored
+def pool(labels: str, waits: list[float], censored_at: float = 0.0, censored: int = 0) -> PoolData:
+    data = [Observation(w, event=True) for w in waits]
+    data += [Observation(censored_at, event=False)] * censored
     curve = kaplan_meier(data)
     return PoolData(GROUP, labels, curve, len(data), len(waits))
 
@@ -56,7 +65,7 @@ def test_recommends_the_faster_pool_first_and_replay_confirms_the_gain(tmp_path,
     waits = tmp_path / "stats.json"
     waits.write_text(json.dumps(document))
 
-    def replay(runners_json):
+    def replay(runners_json: str) -> Any:
         args = ["simulate", "--waits", str(waits), "--runner-type", "cpu", "--runners"]
         code = main([*args, runners_json, "--replays", "20", "--seed", "4", "--json"])
         assert code == 0

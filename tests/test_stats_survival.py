@@ -7,8 +7,9 @@ import random
 
 import pytest
 
+from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.sim.history import Exponential, LogNormal
-from runner_queue_fallback.stats.history import Ending
+from runner_queue_fallback.stats.history import Ending, read_history
 from runner_queue_fallback.stats.report import pool_data
 from runner_queue_fallback.stats.survival import Observation, Survival, kaplan_meier
 from tests.stats_support import CPU8, CPU16, history_world, slow_first_spec
@@ -18,7 +19,7 @@ KM_TOLERANCE = 0.06
 
 
 def obs(*pairs: tuple[float, bool]) -> list[Observation]:
-    return [Observation(t, e) for t, e in pairs]
+    return [Observation(t, event=e) for t, e in pairs]
 
 
 def test_hand_computed_curve():
@@ -62,7 +63,7 @@ def test_matches_scipy_ecdf():
     rng = random.Random(3)
     waits = [rng.expovariate(1 / 300) for _ in range(500)]
     deadlines = [rng.choice((120, 300, 600)) for _ in waits]
-    data = [Observation(min(w, d), w <= d) for w, d in zip(waits, deadlines, strict=True)]
+    data = [Observation(min(w, d), event=w <= d) for w, d in zip(waits, deadlines, strict=True)]
     ours = kaplan_meier(data)
     theirs = stats.ecdf(
         stats.CensoredData(
@@ -78,16 +79,19 @@ def test_km_matches_the_generated_truth_and_dropping_timeouts_is_biased():
     """Heavy censoring (cpu16: 60% cancelled at 10 min): KM within tolerance, naive far off."""
     spec = slow_first_spec(sequences=500)
     world, clock = history_world(spec)
-    from runner_queue_fallback.github.client import GitHubClient
-    from runner_queue_fallback.stats.history import read_history
-
     client = GitHubClient(world.session(), world.api_url, world.repository, "t", clock)
     history = read_history(
-        client, "runner-worker.yml", since=clock.now().replace(month=10), now=clock.now(),
+        client,
+        "runner-worker.yml",
+        since=clock.now().replace(month=10),
+        now=clock.now(),
         max_runs=1000,
     )
     pools = pool_data(history.children)
-    truth = {CPU16: Exponential(mean=1200.0), CPU8: LogNormal(median=60.0, sigma=0.8)}
+    truth: dict[str, Exponential | LogNormal] = {
+        CPU16: Exponential(mean=1200.0),
+        CPU8: LogNormal(median=60.0, sigma=0.8),
+    }
     slow = [c for c in history.children if c.pool == CPU16]
     censored = sum(1 for c in slow if c.ending is Ending.TIMED_OUT) / len(slow)
     assert censored > 0.5
@@ -98,5 +102,7 @@ def test_km_matches_the_generated_truth_and_dropping_timeouts_is_biased():
             assert km is not None
             assert abs(km - dist.cdf(minutes * 60.0 - 1)) < KM_TOLERANCE, (labels, minutes)
     naive = kaplan_meier(c.wait for c in slow if c.wait is not None and c.wait.event)
-    bias = naive.within(5 * 60.0 - 1) - truth[CPU16].cdf(5 * 60.0 - 1)  # type: ignore[operator]
+    seen = naive.within(5 * 60.0 - 1)
+    assert seen is not None
+    bias = seen - truth[CPU16].cdf(5 * 60.0 - 1)
     assert bias > 0.25  # dropping the timed-out children makes cpu16 look twice as fast

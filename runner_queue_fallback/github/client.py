@@ -10,7 +10,7 @@ The token is kept in one private header dict and never appears in a message, log
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TypeVar
@@ -236,7 +236,7 @@ class GitHubClient:
 
     def iter_workflow_runs(
         self, workflow: str, *, created_after: datetime, per_page: int = 100
-    ) -> Iterator[WorkflowRunList]:
+    ) -> Generator[WorkflowRunList]:
         """Pages of `workflow_dispatch` runs of `workflow` created at or after `created_after`.
 
         Newest first, as GitHub lists them. The next page is the `Link: rel="next"` URL, followed

@@ -319,7 +319,12 @@ class ActionsModel(RepoContent, HookRunner):
             job.started_at = job_at if allocated_at is None else allocated_at
             if allocated_at is not None:
                 self._past_runner(
-                    job, key, allocated_at, completed_at, conclusion, workload_started
+                    job,
+                    key,
+                    allocated_at=allocated_at,
+                    completed_at=completed_at,
+                    conclusion=conclusion,
+                    workload_started=workload_started,
                 )
             elif self.unassigned_runner_as_zero:
                 job.runner_id, job.runner_name = 0, ""
@@ -337,6 +342,7 @@ class ActionsModel(RepoContent, HookRunner):
         self,
         job: FakeJob,
         key: PoolKey | None,
+        *,
         allocated_at: float,
         completed_at: float,
         conclusion: str,

@@ -124,7 +124,9 @@ def generate_history(world: ActionsModel, spec: HistorySpec) -> int:
         if number in unrelated:
             _add_unrelated(world, spec, start - 60.0)
         order = spec.orders[rng.randrange(len(spec.orders))]
-        children += _add_sequence(world, spec, rng, spec.first_run_id + number, start, order)
+        children += _add_sequence(
+            world, spec, rng, parent=spec.first_run_id + number, start=start, order=order
+        )
     return children
 
 
@@ -147,6 +149,7 @@ def _add_sequence(
     world: ActionsModel,
     spec: HistorySpec,
     rng: random.Random,
+    *,
     parent: int,
     start: float,
     order: Sequence[tuple[int, float]],
@@ -166,27 +169,40 @@ def _add_sequence(
             "runner": pool.runner,
         }
 
-        def add(conclusion: str, end: float, allocated: float | None, ran: bool) -> None:
-            world.add_past_run(
-                spec.workflow,
-                inputs["request-id"],
-                inputs=inputs,
-                created_at=at,  # noqa: B023  # called at once, inside this iteration
-                completed_at=end,
-                conclusion=conclusion,
-                allocated_at=allocated,
-                workload_started=ran,
-            )
-
+        title = inputs["request-id"]
         if wait <= deadline:
             end = queued + wait + spec.workload_seconds
             outcome = "failure" if rng.random() < spec.failure_rate else "success"
-            add(outcome, end, queued + wait, ran=True)
+            world.add_past_run(
+                spec.workflow,
+                title,
+                inputs=inputs,
+                created_at=at,
+                completed_at=end,
+                conclusion=outcome,
+                allocated_at=queued + wait,
+                workload_started=True,
+            )
             return candidate
         if wait <= deadline + CANCEL_LANDS:  # the runner came while the cancel was in flight
-            add("cancelled", queued + wait + 1.0, queued + wait, ran=False)
+            world.add_past_run(
+                spec.workflow,
+                title,
+                inputs=inputs,
+                created_at=at,
+                completed_at=queued + wait + 1.0,
+                conclusion="cancelled",
+                allocated_at=queued + wait,
+            )
             return candidate
         cancelled = queued + deadline + CANCEL_LANDS
-        add("cancelled", cancelled, None, ran=False)
+        world.add_past_run(
+            spec.workflow,
+            title,
+            inputs=inputs,
+            created_at=at,
+            completed_at=cancelled,
+            conclusion="cancelled",
+        )
         at = cancelled + NEXT_CANDIDATE_DELAY
     return len(order)

@@ -11,11 +11,10 @@ import json
 import re
 import sys
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import TextIO
-
-import requests
+from typing import TYPE_CHECKING, TextIO
 
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import GitHubError, NotFound
@@ -31,6 +30,11 @@ from runner_queue_fallback.stats.history import (
 )
 from runner_queue_fallback.stats.recommend import recommend
 from runner_queue_fallback.stats.report import Report
+
+if TYPE_CHECKING:
+    import requests
+
+    from runner_queue_fallback.inputs import PoolSettings
 
 __all__ = ["DEFAULT_MAX_RUNS", "MAX_RUNS_LIMIT", "add_arguments", "run"]
 
@@ -130,16 +134,18 @@ def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, s
     return repo, token, api_url
 
 
-def run(
-    args: argparse.Namespace,
-    environ: Mapping[str, str],
-    clock: Clock,
-    session_factory: Callable[[], requests.Session],
-    out: TextIO,
-    err: TextIO | None = None,
-) -> int:
-    """Run `stats`; return the exit code."""
-    err = err or sys.stderr
+@dataclass(frozen=True)
+class _Flags:
+    window: timedelta
+    max_runs: int
+    settings: PoolSettings | None
+    repo: str
+    token: str
+    api_url: str
+
+
+def _read_flags(args: argparse.Namespace, environ: Mapping[str, str], err: TextIO) -> _Flags | None:
+    """Every flag checked, or None after printing why (nothing has been sent yet)."""
     try:
         window = _parse_since(args.since)
         max_runs = _parse_max_runs(args.max_runs)
@@ -148,11 +154,30 @@ def run(
         repo, token, api_url = _check(args, environ)
     except UsageError as exc:
         print(f"stats: error: {exc}", file=err)
-        return EXIT_BAD_INPUT
+        return None
     except InputErrors as exc:
         for error in exc.errors:
             print(f"stats: error: {error}", file=err)
+        return None
+    return _Flags(window, max_runs, settings, repo, token, api_url)
+
+
+def run(
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    clock: Clock,
+    session_factory: Callable[[], requests.Session],
+    out: TextIO,
+    *,
+    err: TextIO | None = None,
+) -> int:
+    """Run `stats`; return the exit code."""
+    err = err or sys.stderr
+    flags = _read_flags(args, environ, err)
+    if flags is None:
         return EXIT_BAD_INPUT
+    window, max_runs, settings, repo = flags.window, flags.max_runs, flags.settings, flags.repo
+    token, api_url = flags.token, flags.api_url
     now = clock.now()
     since = now - window
     print(

@@ -26,8 +26,8 @@ __all__ = [
     "History",
     "SequenceSummary",
     "child_from",
-    "quota_stop",
     "queue_wait",
+    "quota_stop",
     "read_history",
     "request_budget",
     "sequences",
@@ -66,7 +66,7 @@ class Child:
     conclusion: str | None
 
 
-def queue_wait(job: Job, now: datetime) -> Observation | None:
+def queue_wait(job: Job, now: datetime) -> Observation | None:  # noqa: PLR0911  # one return per case the docstring lists
     """The queue wait of a worker job, from GitHub's timestamps; None if they do not tell.
 
     The fields, and what we take them to mean:
@@ -84,13 +84,14 @@ def queue_wait(job: Job, now: datetime) -> Observation | None:
     if job.has_runner:
         if job.started_at is None:
             return None
-        return Observation(max(0.0, (job.started_at - job.created_at).total_seconds()), True)
+        return Observation(max(0.0, (job.started_at - job.created_at).total_seconds()), event=True)
     if job.status == "completed":
         if job.completed_at is None:
             return None
-        return Observation(max(0.0, (job.completed_at - job.created_at).total_seconds()), False)
+        waited = (job.completed_at - job.created_at).total_seconds()
+        return Observation(max(0.0, waited), event=False)
     if job.status in {"queued", "waiting", "pending", "requested"}:
-        return Observation(max(0.0, (now - job.created_at).total_seconds()), False)
+        return Observation(max(0.0, (now - job.created_at).total_seconds()), event=False)
     return None
 
 
@@ -180,31 +181,35 @@ def read_history(
     )
     for page in pages:
         history.in_window = max(history.in_window, page.total_count)
-        for run in page.workflow_runs:
-            if history.examined >= max_runs:
-                break
+        for run in page.workflow_runs[: max_runs - history.examined]:
             if (reason := quota_stop(client.stats, reserve)) is not None:
                 history.stopped = reason
-                return history
-            history.examined += 1
-            if parse(run.display_title) is None:
-                history.not_ours += 1
-                continue
-            jobs = client.list_attempt_jobs(run.id, 1)
-            child = child_from(run, jobs, now)
-            if child is not None:
-                history.children.append(child)
+                break
+            _read_one(client, run, history, now)
             if progress is not None:
                 progress(history)
-        if history.examined >= max_runs:
+        if history.stopped is None and history.examined >= max_runs:
             if history.in_window > history.examined:
                 history.stopped = f"--max-runs {max_runs} reached"
+            break
+        if history.stopped is not None:
             break
         if (reason := quota_stop(client.stats, reserve)) is not None:
             history.stopped = reason
             break
     pages.close()
     return history
+
+
+def _read_one(client: GitHubClient, run: WorkflowRun, history: History, now: datetime) -> None:
+    """Examine one listed run: skip it if not ours, else read its jobs (one request)."""
+    history.examined += 1
+    if parse(run.display_title) is None:
+        history.not_ours += 1
+        return
+    child = child_from(run, client.list_attempt_jobs(run.id, 1), now)
+    if child is not None:
+        history.children.append(child)
 
 
 @dataclass(frozen=True)

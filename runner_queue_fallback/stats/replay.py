@@ -144,12 +144,7 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int
         )
         loaded = load_curves(Path(args.waits))
         settings = read_pool_settings({env_name(k): v for k, v in inputs.items()}, load_profiles())
-        missing = [c.label_text for c in settings.candidates if c.label_text not in loaded]
-        if missing:
-            raise ReplayError(
-                f"--waits {args.waits}: no measured waits for {', '.join(sorted(set(missing)))}; "
-                f"it has: {', '.join(loaded) or 'no pools'}"
-            )
+        _check_pools(args.waits, settings.candidates, loaded)
     except ReplayError as exc:
         print(f"simulate: error: {exc}", file=out)
         return EXIT_BAD_INPUT
@@ -167,6 +162,15 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int
     else:
         print("\n".join(_text(document)), file=out)
     return EXIT_OK
+
+
+def _check_pools(path: str, candidates: Sequence[Candidate], loaded: Mapping[str, Any]) -> None:
+    missing = sorted({c.label_text for c in candidates if c.label_text not in loaded})
+    if missing:
+        raise ReplayError(
+            f"--waits {path}: no measured waits for {', '.join(missing)}; "
+            f"it has: {', '.join(loaded) or 'no pools'}"
+        )
 
 
 def _count(raw: str | None, flag: str, low: int, high: int) -> int:
@@ -203,8 +207,10 @@ def _text(doc: Mapping[str, Any]) -> list[str]:
     got = doc["replayed"]
     lines = [
         f"Replay of {order}: {doc['replays']} coordinator runs on sampled waits (seed {doc['seed']})",
-        f"  replayed:  mean {minutes(got['mean'])}, median {minutes(got['median'])}, "
-        f"p90 {minutes(got['p90'])}, exhausted {100 * got['exhausted']:.1f}%",
+        (
+            f"  replayed:  mean {minutes(got['mean'])}, median {minutes(got['median'])}, "
+            f"p90 {minutes(got['p90'])}, exhausted {100 * got['exhausted']:.1f}%"
+        ),
     ]
     if (want := doc["predicted"]) is not None:
         lines.append(

@@ -146,8 +146,10 @@ class Report:
         """The default table."""
         h = self.history
         lines = [
-            f"Queue waits of {escape_data(self.workflow)} in {escape_data(self.repository)}, "
-            f"{_iso(self.since)} to {_iso(self.until)}",
+            (
+                f"Queue waits of {escape_data(self.workflow)} in {escape_data(self.repository)}, "
+                f"{_iso(self.since)} to {_iso(self.until)}"
+            ),
             f"{h.examined} of {h.in_window} runs read, {len(h.children)} children of ours, "
             f"{h.not_ours} runs not ours; {self.requests_sent} requests "
             f"({self.requests_counted} counted)" + (f"; {h.stopped}" if h.stopped else ""),
@@ -166,8 +168,10 @@ class Report:
             )
         lines += [
             "",
-            "P(runner within t) by Kaplan-Meier: timed-out children are censored at "
-            "their deadline; n/a: beyond what the data can see.",
+            (
+                "P(runner within t) by Kaplan-Meier: timed-out children are censored at "
+                "their deadline; n/a: beyond what the data can see."
+            ),
         ]
         lines += self._sequence_lines()
         if self.recommendation is not None:
@@ -185,9 +189,11 @@ class Report:
         return [
             "",
             f"Sequences: {len(seqs)} ({endings}); candidates used: {used}",
-            f"Time to a runner: median {_minutes(spread['median'])}, "
-            f"p90 {_minutes(spread['p90'])}, mean {_minutes(spread['mean'])} "
-            f"(over {len(waits)} sequences that got one)",
+            (
+                f"Time to a runner: median {_minutes(spread['median'])}, "
+                f"p90 {_minutes(spread['p90'])}, mean {_minutes(spread['mean'])} "
+                f"(over {len(waits)} sequences that got one)"
+            ),
         ]
 
     def _recommendation_lines(self) -> list[str]:
