@@ -106,7 +106,24 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     guard.set_defaults(run=_run_guard)
     _add_simulate_parser(commands)
+    _add_stats_parser(commands)
     return parser
+
+
+def _add_stats_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from runner_queue_fallback.stats import command  # noqa: PLC0415  # stats stays out of the action's path
+
+    stats = commands.add_parser(
+        "stats", help="measure each pool's queue waits from past children; recommend an order"
+    )
+    command.add_arguments(stats)
+    stats.set_defaults(run=_run_stats)
+
+
+def _run_stats(args: argparse.Namespace, ctx: Context) -> int:
+    from runner_queue_fallback.stats import command  # noqa: PLC0415  # see _add_stats_parser
+
+    return command.run(args, ctx.environ, ctx.clock_factory(), ctx.session_factory, ctx.stdout)
 
 
 def _add_simulate_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -130,6 +147,9 @@ def _add_simulate_parser(commands: argparse._SubParsersAction[argparse.ArgumentP
     )
     simulate.add_argument("--workload-outcome", choices=("success", "failure"))
     simulate.add_argument("--workload-minutes", type=float, metavar="MINUTES")
+    simulate.add_argument("--waits", metavar="STATS_JSON", help="replay waits from `stats --json`")
+    simulate.add_argument("--replays", metavar="N", help="with --waits: runs (default 200)")
+    simulate.add_argument("--seed", metavar="N", help="with --waits: random seed (default 1)")
     group = simulate.add_argument_group("coordinator inputs (INPUT_* variables are not read here)")
     for name in COORDINATOR_INPUTS:
         if name != "token":

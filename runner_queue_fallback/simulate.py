@@ -63,6 +63,10 @@ class SimulateError(Exception):
 
 def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int:
     """Run `simulate` with parsed `args` and the coordinator inputs given as flags."""
+    if getattr(args, "waits", None):
+        from runner_queue_fallback.stats import replay  # noqa: PLC0415  # only for --waits
+
+        return replay.run(args, inputs, out)
     try:
         if args.list:
             _print_list(out)

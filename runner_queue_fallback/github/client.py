@@ -10,11 +10,11 @@ The token is kept in one private header dict and never appears in a message, log
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, TypeVar
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 import requests
 from pydantic import BaseModel, ValidationError
@@ -142,6 +142,7 @@ class GitHubClient:
             "User-Agent": USER_AGENT,
         }
         self._cache: dict[str, _Cached] = {}
+        self._links: dict[str, str] = {}  # the Link header of each cached list page
         self.stats = RequestStats()
 
     def __repr__(self) -> str:
@@ -232,6 +233,68 @@ class GitHubClient:
         params = {"event": "workflow_dispatch", "created": f">={since}", "per_page": "100"}
         runs = self._get(path, params, WorkflowRunList, deadline, cacheable=False).workflow_runs
         return [run for run in runs if run.display_title == run_name]
+
+    def iter_workflow_runs(
+        self, workflow: str, *, created_after: datetime, per_page: int = 100
+    ) -> Generator[WorkflowRunList]:
+        """Pages of `workflow_dispatch` runs of `workflow` created at or after `created_after`.
+
+        Newest first, as GitHub lists them. The next page is the `Link: rel="next"` URL, followed
+        only while it stays on the API host (same scheme, host and port, under the API path);
+        a link anywhere else raises TransportError without being requested. The caller bounds
+        the cost by stopping the iteration. Pages are conditional requests like every GET.
+        Raises NotFound when the workflow file does not exist.
+        """
+        if created_after.tzinfo is None:
+            raise ValueError("created_after must be timezone-aware")
+        since = created_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/runs"
+        params = {
+            "event": "workflow_dispatch",
+            "created": f">={since}",
+            "per_page": str(max(1, min(100, per_page))),
+        }
+        url: str | None = self._url(path, params)
+        while url is not None:
+            page, link = self._get_page(url, path)
+            yield page
+            url = self._next_on_api_host(link, path)
+
+    def _get_page(self, url: str, path: str) -> tuple[WorkflowRunList, str]:
+        """GET one list page by its full URL; the page and its `Link` header (kept for 304s)."""
+
+        def attempt(number: int) -> tuple[WorkflowRunList, str]:
+            response = self._checked_send("GET", path, url, number, None)
+            cached = self._cache.get(url)
+            if response.status_code == 304 and self._conditional and cached is not None:
+                self.stats.not_modified += 1
+                body, link = cached.body, self._links.get(url, "")
+            elif response.status_code == 200:
+                body, link = response.content, response.headers.get("Link", "")
+            else:
+                raise self._api_error("GET", path, response, attempts=number)
+            parsed = self._parse("GET", path, body, WorkflowRunList, number)
+            etag = response.headers.get("ETag")
+            if self._conditional and response.status_code == 200 and etag:
+                self._cache[url] = _Cached(etag, body)
+                self._links[url] = link
+            return parsed, link
+
+        return self._retrying("GET", path, None, attempt)
+
+    def _next_on_api_host(self, link: str, path: str) -> str | None:
+        """The `rel="next"` URL of a Link header, refused unless it is under the API URL."""
+        target = _next_link(link)
+        if target is None:
+            return None
+        api, found = urlsplit(self._api_url), urlsplit(target)
+        same_origin = (found.scheme, found.netloc) == (api.scheme, api.netloc)
+        if not same_origin or not found.path.startswith(api.path.rstrip("/") + "/"):
+            shown = quote(f"{found.scheme}://{found.netloc}", safe=":/")[:100]
+            raise TransportError(
+                "GET", path, f"pagination link to {shown} is not on the API host; not followed"
+            )
+        return target
 
     def get_ref_sha(self, ref: str, *, deadline: float | None = None) -> str:
         """The SHA a fully qualified ref points at.
@@ -480,3 +543,13 @@ def _request_id(response: requests.Response) -> str:
     """`, request id X` for a message, or nothing."""
     request_id = response.headers.get("X-GitHub-Request-Id")
     return f", request id {request_id}" if request_id else ""
+
+
+def _next_link(header: str) -> str | None:
+    """The URL marked `rel="next"` in a Link header (RFC 8288), or None."""
+    for part in header.split(","):
+        target, _, params = part.partition(";")
+        rels = {p.strip().removeprefix("rel=").strip('"') for p in params.split(";")}
+        if "next" in rels and target.strip().startswith("<") and target.strip().endswith(">"):
+            return target.strip()[1:-1]
+    return None

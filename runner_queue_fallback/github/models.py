@@ -81,6 +81,7 @@ class Step(_Reply):
     status: str
     conclusion: str | None
     number: int
+    started_at: datetime | None = None
 
 
 class Job(_Reply):
@@ -98,6 +99,8 @@ class Job(_Reply):
     runner_group_name: str | None
     html_url: str | None
     started_at: datetime | None
+    created_at: datetime | None = None  # read by `stats` (queue waits); required by GitHub
+    completed_at: datetime | None = None
     steps: list[Step] = Field(default_factory=list)
 
     @property

@@ -105,14 +105,19 @@ class ActionsModel(RepoContent, HookRunner):
         runners: int = 1,
         busy: Sequence[tuple[float, float]] = (),
         workload: Workload | None = None,
+        wait: Callable[[], float] | None = None,
     ) -> PoolKey:
-        """Add a runner pool; no runner is free inside `busy` intervals; `runners=0` never serves."""
+        """Add a runner pool; no runner is free inside `busy` intervals; `runners=0` never serves.
+
+        `wait` (replay of measured queue waits): called once per new job, the seconds before a
+        runner may take it (`inf`: none comes).
+        """
         with self._lock:
             key = pool_key(group, labels)
             groups = {p.key[0]: p.group_id for p in self.pools.values()}
             group_id = groups.get(group, len(groups) + 2)
             intervals = tuple((float(start), float(end)) for start, end in busy)
-            self.pools[key] = Pool(key, runners, intervals, workload, group_id)
+            self.pools[key] = Pool(key, runners, intervals, workload, group_id, wait=wait)
             for _, end in busy:
                 self._events.push(end, lambda: None)  # wake the allocator when the pool frees
             return key
@@ -265,6 +270,103 @@ class ActionsModel(RepoContent, HookRunner):
             self._events.push(self._time + delay, lambda: self._cancel_lands(run))
             return 202
 
+    def add_past_run(
+        self,
+        file: str,
+        title: str,
+        *,
+        inputs: Mapping[str, str],
+        created_at: float,
+        completed_at: float,
+        conclusion: str,
+        allocated_at: float | None = None,
+        workload_started: bool = False,
+    ) -> FakeRun:
+        """Record a child run that ended before now (a history for `stats` to read).
+
+        Its worker job is listed `jobs_delay` after `created_at`; a runner took it at
+        `allocated_at` (None: never); the guard passed and the workload ran when
+        `workload_started`; everything ended `conclusion` at `completed_at`.
+        """
+        with self._lock:
+            key, labels = parse_runner(inputs.get("runner", ""))
+            sha = self.refs[f"heads/{self.default_branch}"]
+            job_at = created_at + self.timings.jobs_delay
+            history = RunHistory(self._ids_next_run(), title, key, created_at, created_at, job_at)
+            run = FakeRun(
+                id=history.run_id,
+                workflow_file=file,
+                workflow_id=self.workflow_id(file),
+                workflow_name="Runner worker",
+                head_branch=self.default_branch,
+                head_sha=sha,
+                display_title=title,
+                run_number=self._next_number(file),
+                created_at=created_at,
+                visible_at=created_at,
+                updated_at=completed_at,
+                started_at=created_at,
+                status="completed",
+                conclusion=conclusion,
+                inputs=dict(inputs),
+                job_at=job_at,
+                history=history,
+                pool=key,
+                finished=True,
+            )
+            job = FakeJob(next(self._ids.job_ids), job_at, labels, status="completed")
+            job.conclusion, job.completed_at = conclusion, completed_at
+            job.started_at = job_at if allocated_at is None else allocated_at
+            if allocated_at is not None:
+                self._past_runner(
+                    job,
+                    key,
+                    allocated_at=allocated_at,
+                    completed_at=completed_at,
+                    conclusion=conclusion,
+                    workload_started=workload_started,
+                )
+            elif self.unassigned_runner_as_zero:
+                job.runner_id, job.runner_name = 0, ""
+            history.allocated_at = allocated_at
+            history.completed_at, history.conclusion = completed_at, conclusion
+            run.job = job
+            self.runs[run.id] = run
+            self.history[run.id] = history
+            return run
+
+    def _ids_next_run(self) -> int:
+        return next(self._ids.run_ids)
+
+    def _past_runner(
+        self,
+        job: FakeJob,
+        key: PoolKey | None,
+        *,
+        allocated_at: float,
+        completed_at: float,
+        conclusion: str,
+        workload_started: bool,
+    ) -> None:
+        """Fill a past job's runner and steps: set up, guard, and the workload if it started."""
+        pool = self.pools.get(key) if key else None
+        group = key[0] if key else "Default"
+        group_id = pool.group_id if pool else 1
+        job.runner_id = group_id * 1000 + 500 + job.id % 400
+        job.runner_name = f"{key[1][0] if key and key[1] else 'runner'}-p{job.id % 400:03d}"
+        job.runner_group_id, job.runner_group_name = group_id, group
+        begun = min(completed_at, allocated_at + self.timings.start_delay)
+        steps = [FakeStep(STEP_SETUP, 1, "completed", "success", allocated_at, begun)]
+        if workload_started:
+            guard_end = min(completed_at, begun + self.timings.guard_duration)
+            steps.append(FakeStep(STEP_GUARD, 2, "completed", "success", begun, guard_end))
+            steps.append(
+                FakeStep(STEP_WORKLOAD, 3, "completed", conclusion, guard_end, completed_at)
+            )
+        else:
+            steps.append(FakeStep(STEP_GUARD, 2, "completed", "cancelled", begun, completed_at))
+        job.steps = steps
+
     # ------------------------------------------------------------------------- scheduling
 
     def _advance_to(self, now: float) -> None:
@@ -300,12 +402,17 @@ class ActionsModel(RepoContent, HookRunner):
             return
         run.job = FakeJob(next(self._ids.job_ids), self._time, labels, started_at=self._time)
         self._waiting.append(run.id)
+        pool = self.pools.get(run.pool) if run.pool else None
+        if pool is not None and pool.wait is not None:
+            run.ready_at = self._time + pool.wait()
+            if run.ready_at != float("inf"):
+                self._events.push(run.ready_at, lambda: None)  # wake the allocator then
 
     def _allocate(self) -> None:
         for run_id in list(self._waiting):
             run = self.runs[run_id]
             pool = self.pools.get(run.pool) if run.pool else None
-            if pool is not None and pool.free(self._time) > 0:
+            if pool is not None and pool.free(self._time) > 0 and self._time >= run.ready_at:
                 self._assign(run, pool)
 
     def _assign(self, run: FakeRun, pool: Pool) -> None:

@@ -118,6 +118,9 @@ class Pool:
     group_id: int = 1
     holding: list[int] = field(default_factory=list)  # run ids holding a runner
     served: int = 0  # runners handed out so far (names the next runner)
+    #: Replay: each new job waits this many seconds (drawn per job; inf: never) before a runner
+    #: may take it, on top of the pool's other rules.
+    wait: Callable[[], float] | None = None
 
     def free(self, at: float) -> int:
         """How many runners are free at virtual time `at`."""
@@ -202,6 +205,7 @@ class FakeRun:
     history: RunHistory | None = None
     pool: PoolKey | None = None
     finished: bool = False  # the job really ended (lagged reports may still say otherwise)
+    ready_at: float = 0.0  # no runner may take the job before this (a pool's drawn wait)
     #: earlier attempts: attempt -> (status, conclusion, updated_at, started_at)
     attempts: dict[int, tuple[str, str | None, float, float]] = field(default_factory=dict)
 

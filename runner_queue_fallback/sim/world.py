@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.sim.actions import ActionsModel, DispatchRefused, WorkerHook
@@ -119,6 +119,7 @@ class FakeGitHub(ActionsModel):
         self._clients: dict[str, int] = {}
         self._window: tuple[float, int] | None = None  # (window start, counted requests)
         self._seq = 0
+        self._link = ""  # the Link header of the list page being served
 
     # --------------------------------------------------------------------------- adapters
 
@@ -216,6 +217,7 @@ class FakeGitHub(ActionsModel):
         if fault is not None and fault.kind != "lost_reply":
             self._count()
             return self._fault_reply(fault, request), True, fault.kind
+        self._link = ""
         status, payload = self._route(request)
         raw = b"" if payload is None else json.dumps(payload).encode()
         etag = f'W/"{hashlib.sha256(raw).hexdigest()[:40]}"'
@@ -227,6 +229,8 @@ class FakeGitHub(ActionsModel):
             lost = Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request)
             return lost, True, fault.kind
         headers = self._headers(request, etag=etag if is_get else None)
+        if self._link:
+            headers["Link"] = self._link
         if status == 204:
             del headers["Content-Type"]  # no content, no type
         return Reply(status, headers, raw), True, None
@@ -386,11 +390,28 @@ class FakeGitHub(ActionsModel):
         per_page = min(100, int(params.get("per_page", "30")))
         page = max(1, int(params.get("page", "1")))
         shown = runs[(page - 1) * per_page : page * per_page]
+        self._link = self._page_links(request, params, page, -(-len(runs) // per_page))
         path_ref = self.path_with_ref
         return 200, {
             "total_count": len(runs),
             "workflow_runs": [self.render.run(r, path_ref=path_ref) for r in shown],
         }
+
+    def _page_links(
+        self, request: _Request, params: Mapping[str, str], page: int, last: int
+    ) -> str:
+        """GitHub's `Link` header for a list page: next, last, first and prev, as it writes them."""
+        base = f"{self.api_url}{request.path}"
+
+        def url(number: int) -> str:
+            return f"{base}?{urlencode({**params, 'page': str(number)})}"
+
+        rels = []
+        if page < last:
+            rels += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+        if page > 1:
+            rels += [f'<{url(1)}>; rel="first"', f'<{url(page - 1)}>; rel="prev"']
+        return ", ".join(rels)
 
     def _created_ok(self, run: FakeRun, created: str | None) -> bool:
         if not created:

@@ -1,0 +1,247 @@
+"""The `stats` command: flags, the plan shown before reading, the reading, the output.
+
+Every flag is checked before the first request: a bad one prints a message naming it and its
+allowed values and exits 2. The window is measured on the injected Clock.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.errors import GitHubError, NotFound
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
+from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.report import escape_data
+from runner_queue_fallback.stats.history import (
+    QUOTA_RESERVE,
+    History,
+    read_history,
+    request_budget,
+)
+from runner_queue_fallback.stats.recommend import recommend
+from runner_queue_fallback.stats.report import Report
+
+if TYPE_CHECKING:
+    import requests
+
+    from runner_queue_fallback.inputs import PoolSettings
+
+__all__ = ["DEFAULT_MAX_RUNS", "MAX_RUNS_LIMIT", "add_arguments", "run"]
+
+EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
+#: 400 runs cost at most 404 requests: with the 300-request reserve, a 1,000-an-hour
+#: GITHUB_TOKEN keeps room for coordinators.
+DEFAULT_MAX_RUNS = 400
+#: GitHub returns at most 1,000 runs for a filtered (`created=`) list.
+MAX_RUNS_LIMIT = 1000
+MAX_WINDOW_DAYS = 90
+_SINCE = re.compile(r"(?P<n>[1-9][0-9]{0,3})(?P<unit>[dh])")
+_REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
+_WORKFLOW = re.compile(r"[A-Za-z0-9_.-]+\.ya?ml")
+
+
+class UsageError(Exception):
+    """A bad flag: one message naming it and what is allowed."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The `stats` flags."""
+    parser.add_argument(
+        "--workflow", required=True, help="the child workflow file, e.g. runner-worker.yml"
+    )
+    parser.add_argument(
+        "--since", default="14d", help="window: 1h to 90d, as Nd or Nh (default 14d)"
+    )
+    parser.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
+    parser.add_argument("--token-env", default="GITHUB_TOKEN", help="variable holding the token")
+    parser.add_argument(
+        "--max-runs",
+        default=str(DEFAULT_MAX_RUNS),
+        help=f"read at most this many runs, 1 to {MAX_RUNS_LIMIT} (default {DEFAULT_MAX_RUNS})",
+    )
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="JSON, schema version 1")
+    output.add_argument("--markdown", action="store_true", help="Markdown with Mermaid charts")
+    parser.add_argument("--plot", metavar="FILE", help="also write a chart (.png or .svg)")
+    parser.add_argument("--runner-type", help="recommend an order and deadlines for this type")
+    parser.add_argument("--runners", help="the current `runners` JSON (with --runner-type)")
+    parser.add_argument("--queue-timeout-minutes", help="the current deadline (with --runner-type)")
+
+
+def _parse_since(text: str) -> timedelta:
+    match = _SINCE.fullmatch(text.strip())
+    if match is None:
+        raise UsageError(
+            f"--since must be like 14d or 36h (1h to {MAX_WINDOW_DAYS}d), got {text!r}"
+        )
+    n = int(match["n"])
+    window = timedelta(days=n) if match["unit"] == "d" else timedelta(hours=n)
+    if window > timedelta(days=MAX_WINDOW_DAYS):
+        raise UsageError(f"--since must be at most {MAX_WINDOW_DAYS}d, got {text!r}")
+    return window
+
+
+def _parse_max_runs(text: str) -> int:
+    value = text.strip()
+    if not value.isdigit() or not 1 <= int(value) <= MAX_RUNS_LIMIT:
+        raise UsageError(
+            f"--max-runs must be a whole number from 1 to {MAX_RUNS_LIMIT}, got {text!r}"
+        )
+    return int(value)
+
+
+def _settings_environ(args: argparse.Namespace) -> dict[str, str] | None:
+    """The INPUT_* mapping `read_pool_settings` reads, from the recommendation flags."""
+    if args.runner_type is None:
+        if args.runners is not None or args.queue_timeout_minutes is not None:
+            raise UsageError("--runners and --queue-timeout-minutes need --runner-type")
+        return None
+    given = {
+        "runner-type": args.runner_type,
+        "runners": args.runners,
+        "queue-timeout-minutes": args.queue_timeout_minutes,
+    }
+    return {env_name(k): v for k, v in given.items() if v is not None}
+
+
+def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str, str]:
+    """Repository, token and API URL, or UsageError; no request is sent before this passes."""
+    if _WORKFLOW.fullmatch(args.workflow) is None:
+        raise UsageError(
+            f"--workflow must be a workflow file name such as runner-worker.yml, got {args.workflow!r}"
+        )
+    repo = args.repo or environ.get("GITHUB_REPOSITORY", "")
+    if _REPO.fullmatch(repo) is None:
+        raise UsageError(f"--repo must be owner/name (or set GITHUB_REPOSITORY), got {repo!r}")
+    token = environ.get(args.token_env, "").strip()
+    if not token:
+        raise UsageError(
+            f"no token: set {args.token_env} (or name another variable with --token-env)"
+        )
+    if args.plot is not None and Path(args.plot).suffix.lower() not in {".png", ".svg"}:
+        raise UsageError(f"--plot must name a .png or .svg file, got {args.plot!r}")
+    api_url = environ.get("GITHUB_API_URL") or "https://api.github.com"
+    return repo, token, api_url
+
+
+@dataclass(frozen=True)
+class _Flags:
+    window: timedelta
+    max_runs: int
+    settings: PoolSettings | None
+    repo: str
+    token: str
+    api_url: str
+
+
+def _read_flags(args: argparse.Namespace, environ: Mapping[str, str], err: TextIO) -> _Flags | None:
+    """Every flag checked, or None after printing why (nothing has been sent yet)."""
+    try:
+        window = _parse_since(args.since)
+        max_runs = _parse_max_runs(args.max_runs)
+        pool_env = _settings_environ(args)
+        settings = None if pool_env is None else read_pool_settings(pool_env, load_profiles())
+        repo, token, api_url = _check(args, environ)
+    except UsageError as exc:
+        print(f"stats: error: {exc}", file=err)
+        return None
+    except InputErrors as exc:
+        for error in exc.errors:
+            print(f"stats: error: {error}", file=err)
+        return None
+    return _Flags(window, max_runs, settings, repo, token, api_url)
+
+
+def run(
+    args: argparse.Namespace,
+    environ: Mapping[str, str],
+    clock: Clock,
+    session_factory: Callable[[], requests.Session],
+    out: TextIO,
+    *,
+    err: TextIO | None = None,
+) -> int:
+    """Run `stats`; return the exit code."""
+    err = err or sys.stderr
+    flags = _read_flags(args, environ, err)
+    if flags is None:
+        return EXIT_BAD_INPUT
+    window, max_runs, settings, repo = flags.window, flags.max_runs, flags.settings, flags.repo
+    token, api_url = flags.token, flags.api_url
+    now = clock.now()
+    since = now - window
+    print(
+        f"stats: plan: runs of {args.workflow} in {repo} created since "
+        f"{since:%Y-%m-%dT%H:%M:%SZ} ({args.since}); at most {max_runs} runs and "
+        f"{request_budget(max_runs)} requests; stops when {QUOTA_RESERVE} or fewer requests "
+        "are left this hour",
+        file=err,
+    )
+    client = GitHubClient(session_factory(), api_url, repo, token, clock)
+    progress = _progress(err, max_runs) if _isatty(err) else None
+    try:
+        history = read_history(
+            client, args.workflow, since=since, now=now, max_runs=max_runs, progress=progress
+        )
+    except NotFound:
+        print(
+            f"stats: error: workflow file {args.workflow!r} not found in {repo} (it must be "
+            "under .github/workflows/ on the default branch; the token needs actions: read)",
+            file=err,
+        )
+        return EXIT_BAD_INPUT
+    except GitHubError as exc:
+        print(f"stats: error: {escape_data(str(exc))}", file=err)
+        return EXIT_FAILED
+    if progress is not None:
+        print(file=err)
+    report = Report(
+        repo, args.workflow, since, now, history, client.stats.sent, client.stats.counted
+    )
+    if settings is not None:
+        report.recommendation = recommend(settings.candidates, report.pools)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2), file=out)
+    elif args.markdown:
+        print(report.markdown(), file=out, end="")
+    else:
+        print(report.text(), file=out)
+    if args.plot is not None:
+        return _plot(report, Path(args.plot), err)
+    return EXIT_OK
+
+
+def _plot(report: Report, path: Path, err: TextIO) -> int:
+    from runner_queue_fallback.stats import plot  # noqa: PLC0415  # optional extra, loaded on use
+
+    try:
+        plot.write(report.pools, path)
+    except plot.PlotUnavailable as exc:
+        print(f"stats: error: --plot: {exc}", file=err)
+        return EXIT_BAD_INPUT
+    print(f"stats: wrote {path}", file=err)
+    return EXIT_OK
+
+
+def _isatty(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _progress(err: TextIO, max_runs: int) -> Callable[[History], None]:
+    def show(history: History) -> None:
+        total = min(max_runs, history.in_window)
+        err.write(f"\rstats: {history.examined}/{total} runs read, {len(history.children)} ours")
+        err.flush()
+
+    return show
