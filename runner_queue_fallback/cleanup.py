@@ -103,12 +103,15 @@ def run_left_by_main_step(
     The main step saves `request-id` before each dispatch and `child-run-id` with
     `child-request-id` once the run id is known. When the last request id has no run id (the
     step died while its dispatch was in flight, or the reply was lost), the run is looked up by
-    its unique run-name.
+    its unique run-name, unless GitHub definitely refused that dispatch (`refused-request-id`).
     """
     run_id = state.get("child-run-id", "").strip()
     known = int(run_id) if run_id.isascii() and run_id.isdigit() else None
     pending = state.get("request-id", "").strip()
     if not pending or pending == state.get("child-request-id", "").strip() or not workflow:
+        return known
+    if pending == state.get("refused-request-id", "").strip():
+        log(f"GitHub refused the dispatch of {pending}: no run was created for it")
         return known
     try:
         since = datetime.fromisoformat(state["dispatched-at"]) - _CLOCK_SKEW

@@ -62,13 +62,15 @@ CHILD_INPUTS = (
     "runner",
     "workload",
 )
-#: Every guard input, as spelled in guard/action.yml.
+#: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
+#: workflow file name(s) and the token.
 GUARD_INPUTS = (
     "request-id",
     "parent-run-id",
     "parent-run-attempt",
     "source-ref",
     "source-sha",
+    "coordinator-workflow",
     "token",
 )
 
@@ -152,6 +154,8 @@ class GuardInputs(BaseModel):
     parent_run_attempt: int
     source_ref: str
     source_sha: str
+    #: the coordinator workflow file names the parent run may be a run of (empty: not checked)
+    coordinator_workflows: tuple[str, ...] = ()
     token: SecretStr
 
 
@@ -285,6 +289,14 @@ def _workflow_ref(name: str, raw: str) -> str:
     return short
 
 
+def _workflow_files(name: str, raw: str) -> tuple[str, ...]:
+    """One or more workflow file names, separated by spaces or commas."""
+    files = tuple(_workflow(name, item) for item in re.split(r"[\s,]+", raw) if item)
+    if not files:
+        raise InputError(name, "must name a workflow file", given=raw)
+    return files
+
+
 def _workload(name: str, raw: str) -> str:
     if len(raw) > _WORKLOAD_MAX_CHARS:
         raise InputError(
@@ -394,6 +406,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)
     source_ref = reader.get("source-ref", _source_ref, "", required=True)
     source_sha = reader.get("source-sha", _sha, "", required=True)
+    coordinators = reader.get("coordinator-workflow", _workflow_files, (), required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
     reader.done()
     return GuardInputs(
@@ -402,6 +415,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         parent_run_attempt=parent_run_attempt,
         source_ref=source_ref,
         source_sha=source_sha,
+        coordinator_workflows=coordinators,
         token=token,
     )
 
