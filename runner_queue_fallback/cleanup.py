@@ -34,10 +34,26 @@ class CleanupResult:
         )
 
 
-def observe_run(client: GitHubClient, run_id: int, deadline: float | None) -> Observation:
-    """Read a child run and the jobs of its first attempt together."""
-    run = client.get_run(run_id, deadline=deadline)
-    jobs = client.list_attempt_jobs(run_id, 1, deadline=deadline)
+def observe_run(
+    client: GitHubClient,
+    run_id: int,
+    deadline: float | None,
+    *,
+    clock: Clock | None = None,
+) -> Observation:
+    """Read a child run and the jobs of its first attempt together.
+
+    With `clock` (the startup window), the pair is one read judged on its replies: it must be
+    sent before `deadline`, but replies that arrive after it count, and the jobs request follows
+    the run's reply even when that came late (one attempt, no retry wait past the deadline).
+    """
+    if clock is None:
+        run = client.get_run(run_id, deadline=deadline)
+        jobs = client.list_attempt_jobs(run_id, 1, deadline=deadline)
+        return Observation(run, jobs)
+    run = client.get_run(run_id, deadline=deadline, accept_late=True)
+    jobs_deadline = None if deadline is None else max(deadline, clock.monotonic())
+    jobs = client.list_attempt_jobs(run_id, 1, deadline=jobs_deadline, accept_late=True)
     return Observation(run, jobs)
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "read_guard_inputs",
     "read_pool_settings",
     "read_run_context",
+    "valid_ref_name",
     "whole_number",
 ]
 
@@ -249,8 +250,27 @@ def _sha(name: str, raw: str) -> str:
     return raw.lower()
 
 
+def valid_ref_name(ref: str) -> bool:
+    """Whether `ref` is a valid full ref name by `git check-ref-format`'s rules.
+
+    No component may start with `.` or end with `.lock`; no `..`, `//`, `@{`, ASCII control
+    character, space or any of `~^:?*[\\`; the name neither starts nor ends with `/`, nor ends
+    with `.`, and is not `@`. Ref: https://git-scm.com/docs/git-check-ref-format
+    """
+    if ref == "@" or ref.startswith("/") or ref.endswith(("/", ".")):
+        return False
+    if any(bad in ref for bad in ("..", "//", "@{")):
+        return False
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch in " ~^:?*[\\" for ch in ref):
+        return False
+    return all(
+        part and not part.startswith(".") and not part.endswith(".lock")
+        for part in ref.split("/")
+    )
+
+
 def _source_ref(name: str, raw: str) -> str:
-    if not _SOURCE_REF.match(raw):
+    if not (_SOURCE_REF.match(raw) and valid_ref_name(raw)):
         raise InputError(
             name,
             "must be a full ref",
@@ -279,6 +299,7 @@ def _workflow_ref(name: str, raw: str) -> str:
         any(ch.isspace() for ch in raw)
         or short.startswith("refs/")
         or FULL_SHA.match(short.lower())
+        or not valid_ref_name(f"refs/heads/{short}")
     ):
         raise InputError(
             name,
