@@ -139,7 +139,9 @@ class Coordinator:
             self.seq.report.log(f"The cleanup failed: {type(exc).__name__}: {exc}")
             if active is not None:
                 detail = f"the cleanup failed: {UnexpectedError('the cleanup', exc)}"
-                self.result.cleanup = CleanupResult(active, confirmed=False, last=None, detail=detail)
+                self.result.cleanup = CleanupResult(
+                    active, confirmed=False, last=None, detail=detail
+                )
 
     def _clean_up(self, window: float) -> None:
         seq = self.seq

@@ -306,8 +306,10 @@ class Guard:
 
 
 def _workflow_file(run: WorkflowRun) -> str:
-    """The file name of the run's workflow, from `.github/workflows/x.yml` (GitHub also shows
-    `owner/repo/.github/workflows/x.yml@ref`); empty when the path has another form."""
+    """The file name of the run's workflow; empty when its path has another form.
+
+    GitHub shows `.github/workflows/x.yml`, and also `owner/repo/.github/workflows/x.yml@ref`.
+    """
     head, marker, file = run.workflow_file_path.rpartition(".github/workflows/")
     if not marker or (head and not head.endswith("/")) or "/" in file:
         return ""

@@ -251,10 +251,10 @@ def _sha(name: str, raw: str) -> str:
 
 
 def valid_ref_name(ref: str) -> bool:
-    """Whether `ref` is a valid full ref name by `git check-ref-format`'s rules.
+    r"""Whether `ref` is a valid full ref name by `git check-ref-format`'s rules.
 
     No component may start with `.` or end with `.lock`; no `..`, `//`, `@{`, ASCII control
-    character, space or any of `~^:?*[\\`; the name neither starts nor ends with `/`, nor ends
+    character, space or any of `~^:?*[\`; the name neither starts nor ends with `/`, nor ends
     with `.`, and is not `@`. Ref: https://git-scm.com/docs/git-check-ref-format
     """
     if ref == "@" or ref.startswith("/") or ref.endswith(("/", ".")):
@@ -264,8 +264,7 @@ def valid_ref_name(ref: str) -> bool:
     if any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch in " ~^:?*[\\" for ch in ref):
         return False
     return all(
-        part and not part.startswith(".") and not part.endswith(".lock")
-        for part in ref.split("/")
+        part and not part.startswith(".") and not part.endswith(".lock") for part in ref.split("/")
     )
 
 
@@ -427,7 +426,8 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)
     source_ref = reader.get("source-ref", _source_ref, "", required=True)
     source_sha = reader.get("source-sha", _sha, "", required=True)
-    coordinators = reader.get("coordinator-workflow", _workflow_files, (), required=False)
+    none: tuple[str, ...] = ()
+    coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
     reader.done()
     return GuardInputs(

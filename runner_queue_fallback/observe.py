@@ -51,17 +51,17 @@ class Expected:
         """The identity fields not filled in yet (only the run-name can be), as mismatches."""
         if not self.title_pending(run):
             return []
-        return [
-            f"run-name (display_title): expected {self.run_name!r}, observed "
-            f"{run.display_title!r} (not filled in yet)"
-        ]
+        observed = f"{run.display_title!r} (not filled in yet)"
+        return [f"run-name (display_title): expected {self.run_name!r}, observed {observed}"]
 
     def wrong_fields(self, run: WorkflowRun) -> list[str]:
         """The identity fields that are filled in and differ: a wrong run, at once."""
         path = run.workflow_file_path
-        title = [] if self.title_pending(run) else [
-            ("run-name (display_title)", self.run_name, run.display_title)
-        ]
+        title = (
+            []
+            if self.title_pending(run)
+            else [("run-name (display_title)", self.run_name, run.display_title)]
+        )
         pairs = [
             *title,
             ("event", self.event, run.event),

@@ -61,9 +61,9 @@ _LEGACY_NEUTRAL = "## ["
 
 
 def escape_log_line(text: str) -> str:
-    """Outside text made safe as (part of) one plain log line: it can never be read as a command.
+    r"""Outside text made safe as (part of) one plain log line: it can never be read as a command.
 
-    - CR, LF and every other line separator are shown as visible escapes (`\\n`), so the text
+    - CR, LF and every other line separator are shown as visible escapes (`\n`), so the text
       cannot start a line of its own;
     - a line that would begin with `::` once leading whitespace is trimmed (the runner trims
       Unicode whitespace too) gets a backslash in front, so it is no workflow command;

@@ -71,7 +71,9 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
     ]
     for a in result.attempts:
         wait = "-" if a.queued_seconds is None else f"{a.queued_seconds:.0f} s"
-        child = markdown_link(str(a.run_id), a.run_url, server_url) if a.run_id and a.run_url else "-"
+        child = (
+            markdown_link(str(a.run_id), a.run_url, server_url) if a.run_id and a.run_url else "-"
+        )
         pool = escape_markdown(a.candidate.pool_text)
         lines.append(
             f"| {a.number} | {pool} | {a.candidate.queue_minutes:g} min | {wait} | {child} "

@@ -52,6 +52,8 @@ class Tamper:
     world: FakeGitHub
     rules: list[Rule] = field(default_factory=list)
     fired: int = 0
+    #: keep conditional requests (a 304 has no body to change; tampered replies lose their ETag)
+    keep_304: bool = False
 
     def install(self) -> Tamper:
         """Wrap the world's `handle` (the adapters call it on the instance)."""
@@ -59,7 +61,8 @@ class Tamper:
 
         def handle(method: str, path_and_query: str, headers: Any, body: bytes = b"") -> Reply:
             # Never 304: a rule must see (and may change) every body the client reads.
-            headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
+            if not self.keep_304:
+                headers = {k: v for k, v in headers.items() if k.lower() != "if-none-match"}
             reply = real(method, path_and_query, headers, body)
             path = urlsplit(path_and_query).path
             for rule in self.rules:
@@ -89,8 +92,14 @@ def with_json(reply: Reply, body: Any) -> Reply:
 
 def error_reply(status: int, message: str, headers: dict[str, str] | None = None) -> Reply:
     """An error reply as GitHub sends it, with `message` verbatim."""
-    body = {"message": message, "documentation_url": "https://docs.github.com/rest", "status": status}
-    return Reply(status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(body).encode())
+    body = {
+        "message": message,
+        "documentation_url": "https://docs.github.com/rest",
+        "status": status,
+    }
+    return Reply(
+        status, {"Content-Type": "application/json", **(headers or {})}, json.dumps(body).encode()
+    )
 
 
 RUN_PATH = re.compile(r"/actions/runs/(\d+)$")
@@ -204,7 +213,7 @@ def watch_stdout() -> Iterator[StdoutWatch]:
     """Record what every Reporter writes, telling plain log lines from its own commands."""
     watch = StdoutWatch()
     local = threading.local()
-    real_log, real_write = Reporter.log, Reporter._write  # noqa: SLF001  # the test's probe
+    real_log, real_write = Reporter.log, Reporter._write  # the test's probe
 
     def log(self: Reporter, line: str) -> None:
         local.in_log = True
@@ -219,3 +228,70 @@ def watch_stdout() -> Iterator[StdoutWatch]:
 
     with mock.patch.object(Reporter, "log", log), mock.patch.object(Reporter, "_write", write):
         yield watch
+
+
+# -------------------------------------------------------------- rules for the fuzz tests
+
+
+def plant_rule(plant: str) -> Rule:  # noqa: C901  # one branch per field planted
+    """Add `plant` to every outside string the program may print: GitHub's error `message`,
+    the request id header, the dispatch reply's `html_url`, a run's workflow name and branch,
+    a job's runner and step names."""
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        del method, path, world
+        headers = dict(reply.headers)
+        for key in list(headers):
+            if key.lower() == "x-github-request-id":
+                headers[key] = f"{headers[key]}{plant}"
+        body = json_body(reply)
+        if isinstance(body, dict):
+            if reply.status >= 400 and isinstance(body.get("message"), str):
+                body["message"] += plant
+            if isinstance(body.get("html_url"), str) and "workflow_run_id" in body:
+                body["html_url"] += plant
+            if "display_title" in body:
+                body["name"] = f"{body.get('name') or ''}{plant}"
+                body["head_branch"] = f"{body.get('head_branch') or ''}{plant}"
+            for job in body.get("jobs") or []:
+                if job.get("runner_name"):
+                    job["runner_name"] += plant
+                for step in job.get("steps") or []:
+                    step["name"] += plant
+            return replace(
+                with_json(reply, body), headers=headers | {"Content-Type": "application/json"}
+            )
+        return replace(reply, headers=headers)
+
+    return rule
+
+
+def lag_rule(reads: int) -> Rule:
+    """A completed child run shows a null conclusion for its first `reads` reads."""
+    seen: dict[int, int] = {}
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        run_id = child_run_id(path, world)
+        body = json_body(reply)
+        if method != "GET" or run_id is None or not isinstance(body, dict):
+            return None
+        if body.get("status") != "completed" or body.get("conclusion") is None:
+            return None
+        seen[run_id] = seen.get(run_id, 0) + 1
+        return with_json(reply, {**body, "conclusion": None}) if seen[run_id] <= reads else None
+
+    return rule
+
+
+def odd_header_rule(value: str) -> Rule:
+    """Every rate-limit header GitHub sends carries `value` instead."""
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        del method, path, world
+        names = {"retry-after", "x-ratelimit-reset", "x-ratelimit-remaining"}
+        if not any(key.lower() in names for key in reply.headers):
+            return None
+        headers = {k: value if k.lower() in names else v for k, v in reply.headers.items()}
+        return replace(reply, headers=headers)
+
+    return rule

@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import math
-from collections.abc import Callable, Mapping
 
 import pytest
 
@@ -18,7 +17,7 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.errors import GitHubError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import env_name
-from runner_queue_fallback.sim.faults import Fault, FaultPlan
+from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings, Workload
 from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import FakeGitHub
@@ -33,6 +32,7 @@ from runner_queue_fallback.simulation import (
 from tests.invariants import check_invariants, children, dispatch_posts
 from tests.outside import (
     MARKER,
+    Rule,
     Tamper,
     child_run_id,
     commands_from_outside,
@@ -65,7 +65,9 @@ class World:
             "runner-type": "cpu",
             "queue-timeout-minutes": "1",
             "execution-timeout-minutes": "5",
-            "runners": json.dumps([{"group": GROUP, "labels": CPU16}, {"group": GROUP, "labels": CPU8}]),
+            "runners": json.dumps(
+                [{"group": GROUP, "labels": CPU16}, {"group": GROUP, "labels": CPU8}]
+            ),
         }
 
     def pools(self, *busy: tuple[tuple[float, float], ...]) -> World:
@@ -100,7 +102,9 @@ def guard_world(clock: FakeClock) -> tuple[FakeGitHub, str]:
     return world, sha
 
 
-def hand_dispatch(world: FakeGitHub, sha: str, request_id: str, parent: int, attempt: int = 1) -> int:
+def hand_dispatch(
+    world: FakeGitHub, sha: str, request_id: str, parent: int, attempt: int = 1
+) -> int:
     run = world.dispatch(
         "runner-worker.yml",
         "main",
@@ -114,8 +118,8 @@ def hand_dispatch(world: FakeGitHub, sha: str, request_id: str, parent: int, att
             "workload": "{}",
         },
     )
-    assert not isinstance(run, tuple) and hasattr(run, "id"), run
-    return run.id  # type: ignore[union-attr]  # checked just above
+    assert hasattr(run, "id"), run
+    return run.id
 
 
 def run_guard(
@@ -226,7 +230,16 @@ def test_traversal_source_ref_is_refused_before_any_request(no_network):
     assert "source-ref" in out.getvalue()
     assert adapter.sent == []
     with capture_stdout(out):
-        code = cli.main(["coordinate"], {**environ, env_name("source-ref"): "refs/heads/main", env_name("workflow-ref"): "a/../b"}, clock=clock, session=session)
+        code = cli.main(
+            ["coordinate"],
+            {
+                **environ,
+                env_name("source-ref"): "refs/heads/main",
+                env_name("workflow-ref"): "a/../b",
+            },
+            clock=clock,
+            session=session,
+        )
     assert code == 2
     assert adapter.sent == []
 
@@ -235,7 +248,7 @@ def test_client_refuses_dot_segments_and_encodes_each_segment(no_network):
     """One place builds every path: `..` is refused, `/` inside a single value is encoded."""
     session, adapter = no_network
     client = GitHubClient(session, "https://api.github.test", "o/r", "t", FakeClock())
-    with pytest.raises(GitHubError, match="segment '..'"):
+    with pytest.raises(GitHubError, match=r"segment '\.\.'"):
         client.get_commit_sha("heads/x/../../other")
     with pytest.raises(GitHubError, match="segment ''"):
         client.get_file_sha(".github//x.yml", "main")
@@ -248,8 +261,8 @@ def test_client_refuses_dot_segments_and_encodes_each_segment(no_network):
 # -- 3. odd replies: no traceback, no child left behind ------------------------------------
 
 
-def rate_limit_once_while_queued(retry_after: str) -> Callable:
-    fired = []
+def rate_limit_once_while_queued(retry_after: str) -> Rule:
+    fired: list[float] = []
 
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         if method == "GET" and child_run_id(path, world) and world.now() > 40 and not fired:
@@ -292,11 +305,11 @@ def test_deeply_nested_error_body_is_cut_not_raised():
     cleanup, no `::error`. After: the message is cut and the reply is a retried server error.
     """
     deep = b"[" * 100_000 + b"]" * 100_000
-    fired = []
+    fired: list[float] = []
 
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         if method == "GET" and child_run_id(path, world) and world.now() > 40 and not fired:
-            fired.append(1)
+            fired.append(world.now())
             return Reply(502, {"Content-Type": "application/json"}, deep)
         return None
 
@@ -335,11 +348,11 @@ def test_error_message_with_command_syntax_is_not_a_command():
     Before: "Cancellation check failed: ... 500: boom" was printed as is: the message started its
     own line with `::warning::` and carried `##[warning]`. After: one escaped line.
     """
-    fired = []
+    fired: list[float] = []
 
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         if method == "GET" and child_run_id(path, world) and cancels(world) and len(fired) < 3:
-            fired.append(1)
+            fired.append(world.now())
             return error_reply(500, COMMAND_TEXT)
         return None
 
@@ -361,7 +374,9 @@ def test_html_url_with_a_parenthesis_does_not_make_links_in_the_summary():
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         body = json_body(reply)
         if method == "POST" and path.endswith("/dispatches") and isinstance(body, dict):
-            body["html_url"] += f") ![{MARKER}](https://evil.test/x.png) [{MARKER}](https://evil.test"
+            body["html_url"] += (
+                f") ![{MARKER}](https://evil.test/x.png) [{MARKER}](https://evil.test"
+            )
             return with_json(reply, body)
         return None
 
@@ -378,7 +393,9 @@ def test_dispatcher_chosen_request_id_cannot_make_a_link_in_the_guard_summary(tm
     """`escape_markdown` left `[text](url)` and `![](url)` working in the guard's summary."""
     clock = FakeClock()
     world, sha = guard_world(clock)
-    request_id = f"[{MARKER}](https://evil.test/x) ![i](https://evil.test/i.png) ##[warning]{MARKER}"
+    request_id = (
+        f"[{MARKER}](https://evil.test/x) ![i](https://evil.test/i.png) ##[warning]{MARKER}"
+    )
     run_id = hand_dispatch(world, sha, request_id, PARENT_RUN_ID)
     clock.sleep(10)
     summary = tmp_path / "summary.md"
@@ -393,7 +410,7 @@ def test_dispatcher_chosen_request_id_cannot_make_a_link_in_the_guard_summary(tm
 # -- 5. lagging conclusions ------------------------------------------------------------------
 
 
-def lag_conclusion(reads: int, *, when: str) -> Callable:
+def lag_conclusion(reads: int, *, when: str) -> Rule:
     """Show a completed child run with a null conclusion for its first `reads` reads."""
     seen: dict[int, int] = {}
 
@@ -444,13 +461,18 @@ def test_lagging_conclusion_after_a_successful_worker_is_success():
 # -- 6. the startup window as the spec words it ---------------------------------------------
 
 
-def pending_title(until: float, *, after: float = 0.0) -> Callable:
+def pending_title(until: float, *, after: float = 0.0) -> Rule:
     """Show the child's run-name as the workflow's name between `after` and `until` (relative)."""
 
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         run_id = child_run_id(path, world)
         body = json_body(reply)
-        if method != "GET" or run_id is None or not isinstance(body, dict) or "display_title" not in body:
+        if (
+            method != "GET"
+            or run_id is None
+            or not isinstance(body, dict)
+            or "display_title" not in body
+        ):
             return None
         age = world.now() - world.history[run_id].dispatched_at
         if after <= age < until:
@@ -507,7 +529,12 @@ def test_read_in_flight_across_the_startup_window_end_is_judged_on_its_reply():
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         run_id = child_run_id(path, world)
         body = json_body(reply)
-        if method != "GET" or run_id is None or run_id != min(world.history) or not path.endswith("/jobs"):
+        if (
+            method != "GET"
+            or run_id is None
+            or run_id != min(world.history)
+            or not path.endswith("/jobs")
+        ):
             return None
         if world.now() - world.history[run_id].dispatched_at < HIDDEN and isinstance(body, dict):
             return with_json(reply, {**body, "total_count": 0, "jobs": []})

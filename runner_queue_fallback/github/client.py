@@ -81,6 +81,7 @@ def api_path(*segments: str | int) -> str:
 
     Raises:
         GitHubError: a segment is empty, `.` or `..`.
+
     """
     parts = []
     for segment in segments:
@@ -338,7 +339,9 @@ class GitHubClient:
 
         def attempt(number: int) -> _ModelT:
             url = self._url(path, params)
-            response = self._checked_send("GET", path, url, number, deadline, accept_late)
+            response = self._checked_send(
+                "GET", path, url, number, deadline, accept_late=accept_late
+            )
             cached = self._cache.get(url)
             if response.status_code == 304 and self._conditional and cached is not None:
                 self.stats.not_modified += 1
@@ -399,10 +402,13 @@ class GitHubClient:
         url: str,
         number: int,
         deadline: float | None,
+        *,
         accept_late: bool = False,
     ) -> requests.Response:
-        """Send one attempt, refusing to start past the deadline or (unless `accept_late`) to
-        use a late reply."""
+        """Send one attempt, refusing to start past the deadline or to use a late reply.
+
+        `accept_late`: a reply arriving after the deadline is used all the same.
+        """
         if deadline is not None and self._clock.monotonic() > deadline:
             raise DeadlineExceeded(method, path, DEADLINE_WINDOW, "no attempt left before it")
         late_ok = None if accept_late else deadline

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runner_queue_fallback.inputs import CHILD_INPUTS as DISPATCHED, GUARD_INPUTS
+from runner_queue_fallback.inputs import CHILD_INPUTS as DISPATCHED
+from runner_queue_fallback.inputs import GUARD_INPUTS
 from runner_queue_fallback.lint.model import (
     CHILD_INPUTS,
     ActionRef,

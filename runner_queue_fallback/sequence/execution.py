@@ -92,8 +92,10 @@ def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
 
 
 def _settle(seq: Sequence, attempt: Attempt, observation: Observation) -> Observation:
-    """Poll every 5 s, within one 2-minute window, until run and job both say completed and
-    both conclusions are reported."""
+    """Poll every 5 s, within one 2-minute window, until run and job report their conclusion.
+
+    Both must say completed, with a conclusion that is not null.
+    """
     deadline = seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
     while not observation.finished or observation.conclusion_pending:
         if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
