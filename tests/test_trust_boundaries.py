@@ -578,3 +578,131 @@ def test_post_step_after_a_refused_dispatch_has_nothing_to_clean_up():
     assert "no run was created" in result.post_log
     assert "nothing to clean up" in result.post_log
     assert result.post_exit_code == 0
+
+
+# -- 8. behaviour that worked, now held by a test ---------------------------------------------
+
+
+def deadline_of_first_child() -> float:
+    """When the first child's queue deadline is reached (the fresh read), with 0.25 s latency."""
+    w = World(timings=Timings(latency=0.25)).pools(FOREVER, ())
+    result = w.run()
+    return next(t for t, line in result.log_lines if "Queue deadline of" in line)
+
+
+def test_fresh_read_at_the_deadline_finding_a_runner_does_not_cancel():
+    """A runner arrives between the last queue poll and the fresh read: no cancel, no fallback."""
+    deadline = deadline_of_first_child()
+    w = World(timings=Timings(latency=0.25)).pools(((0.0, deadline - 0.1),), FOREVER)
+    result = w.run()
+    assert result.exit_code == 0, result.log
+    assert cancels(w.world) == []
+    assert len(dispatch_posts(w.world)) == 1
+    assert "fresh read before cancelling" in result.log
+
+
+def test_pinned_after_start_still_checks_the_source_while_queued():
+    """`pinned-after-start` exempts only an allocated worker: a queued child's source is checked."""
+    w = World().pools(FOREVER, ())
+    w.world.move_ref(SOURCE_REF.removeprefix("refs/"), at=40.0)
+    result = w.run(**{"source-policy": "pinned-after-start"})
+    assert result.exit_code == 1
+    assert "moved" in result.log
+    assert children(w.world)[0].conclusion == "cancelled"
+
+
+def test_pinned_after_start_still_honours_parent_cancellation():
+    """An allocated worker under `pinned-after-start` still stops when the parent is cancelled."""
+    w = World(workload=Workload(duration=600.0)).pools((), ())
+    w.world.finish_parent(PARENT_RUN_ID, "cancelled", at=120.0)
+    result = w.run(**{"source-policy": "pinned-after-start", "execution-timeout-minutes": "15"})
+    assert result.exit_code == 1
+    assert f"parent run {PARENT_RUN_ID}" in result.log.lower() or "parent" in result.log
+    assert children(w.world)[0].conclusion == "cancelled"
+
+
+def test_parent_rerun_stops_the_coordinator():
+    """The parent re-run (a new attempt) while the child is queued: the sequence stops."""
+    w = World().pools(FOREVER, ())
+    w.world.rerun_parent(PARENT_RUN_ID, at=40.0)
+    result = w.run()
+    assert result.exit_code == 1
+    assert "attempt" in result.log
+    assert len(dispatch_posts(w.world)) == 1
+    assert children(w.world)[0].conclusion == "cancelled"
+
+
+def test_404_after_startup_fails_at_once():
+    """A 404 for the child after the startup window is not retried: the sequence stops."""
+    w = World().pools(FOREVER, ())
+    w.world.inject(
+        Fault(
+            kind="status",
+            status=404,
+            method="GET",
+            path=r"/actions/runs/9\d{9}$",
+            start=50.0,
+            count=1,
+        )
+    )
+    result = w.run()
+    assert result.exit_code == 1
+    assert "404" in result.log
+    assert len(dispatch_posts(w.world)) == 1
+
+
+def test_a_later_identity_change_fails_at_once():
+    """After startup, a run-name that changes to another value stops the sequence at once."""
+    w = World().pools(FOREVER, ())
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        run_id = child_run_id(path, world)
+        body = json_body(reply)
+        if run_id and isinstance(body, dict) and "display_title" in body and world.now() > 50:
+            return with_json(reply, {**body, "display_title": "someone-else"})
+        return None
+
+    w.tamper.rules.append(rule)
+    result = w.run()
+    assert result.exit_code == 1
+    assert "not the run that was dispatched" in result.log
+    assert "'someone-else'" in result.log
+    assert len(dispatch_posts(w.world)) == 1
+
+
+def test_waiting_round_and_cancellation_log_lines_show_both_states_and_the_runner():
+    """The spec's log lines: each waiting round and each cancellation check."""
+    w = World().pools(FOREVER, ())
+    result = w.run()
+    kid = children(w.world)[0].run_id
+    assert f"Waiting round 1: child {kid} run {kid} queued/-; job worker queued/-, runner none" in (
+        result.log
+    )
+    assert "since dispatch; next check in" in result.log
+    assert (
+        f"Cancellation check: run {kid} completed/cancelled; job worker completed/cancelled, "
+        "runner none, 0 step(s) started"
+    ) in result.log
+
+
+def test_run_link_label_in_the_summary_when_no_job_was_seen():
+    """No job ever listed: the summary links the run, labelled as the fallback."""
+    w = World(timings=Timings(jobs_delay=10_000.0)).pools((), ())
+    result = w.run()
+    assert result.exit_code == 1
+    assert "View worker job logs here \\(run link: the job link is not available\\)" not in (
+        result.summary
+    )
+    assert "View worker job logs here (run link: the job link is not available)" in result.summary
+
+
+def test_lost_dispatch_reply_whose_run_never_appears():
+    """A 502 to the dispatch with no run created: searched by run-name for 2 minutes, never re-sent."""
+    w = World().pools((), ())
+    w.world.inject(Fault(kind="status", status=502, method="POST", path=r"/dispatches$", count=1))
+    result = w.run()
+    assert result.exit_code == 1
+    assert "no run with run-name rqf-" in result.log
+    assert "appeared within 2 minutes" in result.log
+    assert len(dispatch_posts(w.world)) == 1
+    assert children(w.world) == []
