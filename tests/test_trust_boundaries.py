@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from collections.abc import Mapping
 
 import pytest
 
@@ -75,8 +76,8 @@ class World:
             self.world.add_pool(GROUP, label, runners=1, busy=intervals)
         return self
 
-    def run(self, *, bug: bool = False, **changes: str) -> SimulationRun:
-        inputs = {**self.inputs, **changes}
+    def run(self, changes: Mapping[str, str] | None = None, *, bug: bool = False) -> SimulationRun:
+        inputs = {**self.inputs, **(changes or {})}
         with watch_stdout() as watch:
             result = run_coordinator(self.world, self.clock, inputs)
         check_invariants(self.world, result, candidates=2)
@@ -605,7 +606,7 @@ def test_pinned_after_start_still_checks_the_source_while_queued():
     """`pinned-after-start` exempts only an allocated worker: a queued child's source is checked."""
     w = World().pools(FOREVER, ())
     w.world.move_ref(SOURCE_REF.removeprefix("refs/"), at=40.0)
-    result = w.run(**{"source-policy": "pinned-after-start"})
+    result = w.run({"source-policy": "pinned-after-start"})
     assert result.exit_code == 1
     assert "moved" in result.log
     assert children(w.world)[0].conclusion == "cancelled"
@@ -615,7 +616,7 @@ def test_pinned_after_start_still_honours_parent_cancellation():
     """An allocated worker under `pinned-after-start` still stops when the parent is cancelled."""
     w = World(workload=Workload(duration=600.0)).pools((), ())
     w.world.finish_parent(PARENT_RUN_ID, "cancelled", at=120.0)
-    result = w.run(**{"source-policy": "pinned-after-start", "execution-timeout-minutes": "15"})
+    result = w.run({"source-policy": "pinned-after-start", "execution-timeout-minutes": "15"})
     assert result.exit_code == 1
     assert f"parent run {PARENT_RUN_ID}" in result.log.lower() or "parent" in result.log
     assert children(w.world)[0].conclusion == "cancelled"
