@@ -34,10 +34,26 @@ class CleanupResult:
         )
 
 
-def observe_run(client: GitHubClient, run_id: int, deadline: float | None) -> Observation:
-    """Read a child run and the jobs of its first attempt together."""
-    run = client.get_run(run_id, deadline=deadline)
-    jobs = client.list_attempt_jobs(run_id, 1, deadline=deadline)
+def observe_run(
+    client: GitHubClient,
+    run_id: int,
+    deadline: float | None,
+    *,
+    clock: Clock | None = None,
+) -> Observation:
+    """Read a child run and the jobs of its first attempt together.
+
+    With `clock` (the startup window), the pair is one read judged on its replies: it must be
+    sent before `deadline`, but replies that arrive after it count, and the jobs request follows
+    the run's reply even when that came late (one attempt, no retry wait past the deadline).
+    """
+    if clock is None:
+        run = client.get_run(run_id, deadline=deadline)
+        jobs = client.list_attempt_jobs(run_id, 1, deadline=deadline)
+        return Observation(run, jobs)
+    run = client.get_run(run_id, deadline=deadline, accept_late=True)
+    jobs_deadline = None if deadline is None else max(deadline, clock.monotonic())
+    jobs = client.list_attempt_jobs(run_id, 1, deadline=jobs_deadline, accept_late=True)
     return Observation(run, jobs)
 
 
@@ -103,12 +119,15 @@ def run_left_by_main_step(
     The main step saves `request-id` before each dispatch and `child-run-id` with
     `child-request-id` once the run id is known. When the last request id has no run id (the
     step died while its dispatch was in flight, or the reply was lost), the run is looked up by
-    its unique run-name.
+    its unique run-name, unless GitHub definitely refused that dispatch (`refused-request-id`).
     """
     run_id = state.get("child-run-id", "").strip()
     known = int(run_id) if run_id.isascii() and run_id.isdigit() else None
     pending = state.get("request-id", "").strip()
     if not pending or pending == state.get("child-request-id", "").strip() or not workflow:
+        return known
+    if pending == state.get("refused-request-id", "").strip():
+        log(f"GitHub refused the dispatch of {pending}: no run was created for it")
         return known
     try:
         since = datetime.fromisoformat(state["dispatched-at"]) - _CLOCK_SKEW

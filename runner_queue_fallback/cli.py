@@ -24,7 +24,7 @@ from runner_queue_fallback import __version__, lint
 from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run, run_left_by_main_step
 from runner_queue_fallback.clock import Clock, SystemClock
 from runner_queue_fallback.coordinator import Coordinator
-from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError
+from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError, UnexpectedError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.guard import Guard
 from runner_queue_fallback.inputs import (
@@ -39,7 +39,7 @@ from runner_queue_fallback.inputs import (
 )
 from runner_queue_fallback.plan import make_plan
 from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.report import Reporter, escape_markdown
 from runner_queue_fallback.summary import publish
 
 __all__ = ["Context", "main"]
@@ -65,6 +65,8 @@ class Context:
             output_path=_path(self.environ.get("GITHUB_OUTPUT")),
             state_path=_path(self.environ.get("GITHUB_STATE")),
             summary_path=_path(self.environ.get("GITHUB_STEP_SUMMARY")),
+            server_url=self.environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/")
+            or "https://github.com",
         )
 
 
@@ -253,6 +255,23 @@ def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
         return EXIT_OK
     token = ctx.environ.get(env_name("token"), "").strip()
     reporter.mask(token)
+    try:
+        return _clean_up_after_main_step(ctx, reporter, state, token)
+    except RQFError:
+        raise
+    except Exception as exc:  # noqa: BLE001  # invariant 10: say which child may be left
+        known = state.get("child-run-id") or state.get("request-id")
+        reporter.error(
+            f"{UnexpectedError('the post step', exc)}; child {known} may still be running: "
+            "check it and cancel it by hand",
+            title=UnexpectedError.title,
+        )
+        return EXIT_FAILED
+
+
+def _clean_up_after_main_step(
+    ctx: Context, reporter: Reporter, state: Mapping[str, str], token: str
+) -> int:
     run = read_run_context(ctx.environ)
     clock = ctx.clock_factory()
     client = _client(ctx, run, token, clock, reporter)
@@ -272,7 +291,8 @@ def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
     result = cancel_and_confirm(client, clock, run_id, log=reporter.log)
     url = state.get("child-run-url", "") if str(run_id) == state.get("child-run-id") else ""
     link = f" View worker job logs here (run link): {url}" if url else ""
-    reporter.summary(f"**Post-step cleanup:** {result.describe()}{link}\n")
+    markdown = reporter.link("View worker job logs here (run link)", url) if url else ""
+    reporter.summary(f"**Post-step cleanup:** {escape_markdown(result.describe())} {markdown}\n")
     if result.confirmed:
         reporter.log(f"{result.describe()}{link}")
         return EXIT_OK
@@ -289,9 +309,16 @@ def _run_guard(_args: argparse.Namespace, ctx: Context) -> int:
     token = inputs.token.get_secret_value()
     reporter.mask(token)
     clock = ctx.clock_factory()
-    client = _client(ctx, run, token, clock, reporter)
-    result = Guard(inputs, run, client, clock, reporter).run()
-    result.publish(reporter)
+    try:
+        client = _client(ctx, run, token, clock, reporter)
+        result = Guard(inputs, run, client, clock, reporter).run()
+        result.publish(reporter)
+    except Exception as exc:  # noqa: BLE001  # the guard fails closed, whatever happened
+        reporter.error(
+            f"{UnexpectedError('the guard', exc)}; the workload is refused",
+            title="Guard refused the workload",
+        )
+        return EXIT_FAILED
     return EXIT_OK if result.passed else EXIT_FAILED
 
 

@@ -14,13 +14,14 @@ exits: every exit leaves the active child confirmed over, or names it as unconfi
 from __future__ import annotations
 
 import secrets
+import traceback
 from collections.abc import Callable
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt, Result
-from runner_queue_fallback.cleanup import cancel_and_confirm
+from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import Interrupted, RQFError, SequenceError
+from runner_queue_fallback.errors import Interrupted, RQFError, SequenceError, UnexpectedError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.observe import Observation
@@ -56,7 +57,11 @@ class Coordinator:
         return self.seq.result
 
     def run(self) -> Result:
-        """Run the whole sequence; never raises an RQFError (it is recorded in the result)."""
+        """Run the whole sequence; never raises (an error of any type is recorded in the result).
+
+        Every error, ours or not, goes through the same cleanup (cancel and confirm the active
+        child) so that the caller can publish the outputs, the summary and one annotation.
+        """
         clock = self.seq.clock
         try:
             self._sequence()
@@ -64,17 +69,24 @@ class Coordinator:
             self.result.error = SequenceError(str(exc))
             deadline = clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
             dispatch.find_interrupted_dispatch(self.seq, deadline)
-            self._clean_up(window=max(0.0, deadline - clock.monotonic()))
-        except RQFError as exc:
-            self.result.error = exc
+            self._clean_up_safely(window=max(0.0, deadline - clock.monotonic()))
+        except Exception as exc:  # noqa: BLE001  # invariant 10: no exception skips the cleanup
+            self.result.error = exc if isinstance(exc, RQFError) else self._unexpected(exc)
             try:
-                self._clean_up(window=timing.CANCEL_WINDOW_SECONDS)
+                self._clean_up_safely(window=timing.CANCEL_WINDOW_SECONDS)
             except Interrupted as signal:
                 # The runner cancelled the step while an error was being cleaned up: start the
                 # cleanup again within the signal's grace, so the result is still published.
                 self.seq.report.log(f"{signal} during the cleanup; cleaning up within the grace")
-                self._clean_up(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
+                self._clean_up_safely(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
         return self.result
+
+    def _unexpected(self, exc: Exception) -> UnexpectedError:
+        """Record a foreign exception as an error; its traceback goes to the log, for the report."""
+        with self.seq.report.group(f"Traceback of the unexpected {type(exc).__name__}"):
+            for line in "".join(traceback.format_exception(exc)).splitlines():
+                self.seq.report.log(line)
+        return UnexpectedError("the fallback sequence", exc)
 
     def _sequence(self) -> None:
         seq = self.seq
@@ -117,6 +129,19 @@ class Coordinator:
 
     def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
         execution.wait_for_result(self.seq, attempt, observation)
+
+    def _clean_up_safely(self, window: float) -> None:
+        """`_clean_up`; if the cleanup itself fails unexpectedly, name the child it left."""
+        try:
+            self._clean_up(window)
+        except Exception as exc:  # noqa: BLE001  # the result must still be published
+            active = self.seq.active
+            self.seq.report.log(f"The cleanup failed: {type(exc).__name__}: {exc}")
+            if active is not None:
+                detail = f"the cleanup failed: {UnexpectedError('the cleanup', exc)}"
+                self.result.cleanup = CleanupResult(
+                    active, confirmed=False, last=None, detail=detail
+                )
 
     def _clean_up(self, window: float) -> None:
         seq = self.seq

@@ -14,8 +14,9 @@
     │       ├── Conflict              409
     │       ├── Unprocessable         422
     │       └── ServerError           408 and 5xx
-    └── SequenceError         the fallback sequence had to stop (race, identity, source moved, ...)
-        └── GuardRefused          the child's startup guard blocked the workload
+    ├── SequenceError         the fallback sequence had to stop (race, identity, source moved, ...)
+    │   └── GuardRefused          the child's startup guard blocked the workload
+    └── UnexpectedError       any other exception, caught so that cleanup and the report still run
 
 Every message says what happened, why it usually happens and how to fix it. None carries the token.
 """
@@ -42,6 +43,7 @@ __all__ = [
     "SequenceError",
     "ServerError",
     "TransportError",
+    "UnexpectedError",
     "Unprocessable",
 ]
 
@@ -248,6 +250,29 @@ class GuardRefused(SequenceError):
         self.observed = observed
         tail = f" {advice}" if advice else ""
         super().__init__(f"{check}: expected {expected}, observed {observed}.{tail}")
+
+
+class UnexpectedError(RQFError):
+    """An exception that is not one of ours: a bug, or a reply nobody foresaw.
+
+    It is recorded like any error (cleanup, outputs, summary, one annotation) instead of ending
+    the step with a bare traceback and a child left behind (DESIGN.md invariant 10).
+    """
+
+    title = "Unexpected error"
+
+    def __init__(self, where: str, error: Exception) -> None:
+        """Name where it happened and what it was."""
+        self.where = where
+        self.error = error
+        detail = str(error)[:_UNEXPECTED_DETAIL_LIMIT]
+        super().__init__(
+            f"unexpected {type(error).__name__} in {where}: {detail or 'no detail'}. This is a "
+            "bug in runner-queue-fallback: please report it with this log"
+        )
+
+
+_UNEXPECTED_DETAIL_LIMIT = 300
 
 
 def _quote(value: str, limit: int = 120) -> str:

@@ -1,6 +1,14 @@
 """The child's startup guard: the first step of the worker job, before any workload code runs.
 
-    attempt (no API request) -> own run identity -> parent run active -> source ref at source-sha
+    attempt, request id (no API request) -> own run identity -> parent run active, of the
+    coordinator workflow, started before this child -> source ref at source-sha
+
+What it proves: this run is attempt 1 of a `workflow_dispatch` whose run-name is a request id the
+coordinator format makes for exactly the parent run and attempt named by the inputs; that parent
+is in progress at that attempt (and, with `coordinator-workflow`, a run of that workflow); the
+child was created after that attempt started; and the source ref still points at the approved
+SHA. What it cannot prove: that the coordinator, and not a person who may dispatch the child,
+sent the dispatch (see the README's trust model).
 
 Every check must hold. All requests and retries share one startup deadline, 2 minutes from the
 guard's start (spec: "The worker guard uses the same initial check before allowing workload
@@ -21,15 +29,17 @@ from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.inputs import GuardInputs, RunContext
 from runner_queue_fallback.parent import check_parent
 from runner_queue_fallback.report import Reporter, escape_markdown
+from runner_queue_fallback.request_id import parse as parse_request_id
 
 __all__ = ["CHECKS", "Check", "Guard", "GuardResult"]
 
 ATTEMPT = "child attempt"
+REQUEST = "request id"
 IDENTITY = "child identity"
 PARENT = "parent run"
 SOURCE = "source ref"
 #: The checks in the order the guard runs them.
-CHECKS = (ATTEMPT, IDENTITY, PARENT, SOURCE)
+CHECKS = (ATTEMPT, REQUEST, IDENTITY, PARENT, SOURCE)
 
 _RERUN_ADVICE = "Do not rerun a child directly; rerun its parent instead."
 _IDENTITY_ADVICE = (
@@ -40,6 +50,20 @@ _PARENT_ADVICE = (
     "The coordinator run that dispatched this child is not active at that attempt (finished, "
     "re-run, or never visible); the workload must not start. Rerun the parent, not this child."
 )
+_REQUEST_ADVICE = (
+    "Only the coordinator of the named parent run makes request ids "
+    "(rqf-<parent-run-id>-<parent-run-attempt>-<n>-<8 hex digits>); a child dispatched by hand, "
+    "or with another run as its parent, does not run the workload."
+)
+_COORDINATOR_ADVICE = (
+    "The parent named by parent-run-id is not a run of the coordinator workflow this child "
+    "trusts (the guard's coordinator-workflow input); the workload must not start."
+)
+_CREATED_ADVICE = (
+    "A child dispatched by its parent's attempt is created after that attempt started; this one "
+    "was not, so it was not dispatched by the parent it names."
+)
+_UNEXPECTED_ADVICE = "The guard fails closed: the workload is blocked."
 _API_ADVICE = (
     "The guard could not complete this check through the GitHub API (within the spec's retries "
     "and its 2-minute startup deadline), so the workload is blocked."
@@ -137,6 +161,7 @@ class Guard:
         self.clock = clock
         self.reporter = reporter
         self._deadline = 0.0
+        self._own: WorkflowRun | None = None
 
     def run(self) -> GuardResult:
         """Run every check in order; stop at the first that does not hold. Never raises RQFError.
@@ -148,6 +173,7 @@ class Guard:
         checks = {name: Check(name, expected) for name, expected in self._expected().items()}
         steps: dict[str, Callable[[], str]] = {
             ATTEMPT: self._check_attempt,
+            REQUEST: self._check_request_id,
             IDENTITY: self._check_identity,
             PARENT: self._check_parent,
             SOURCE: self._check_source,
@@ -160,6 +186,9 @@ class Guard:
                 refusal = exc
             except GitHubError as exc:
                 refusal = GuardRefused(name, checks[name].expected, _text(exc), _API_ADVICE)
+            except Exception as exc:  # noqa: BLE001  # the guard fails closed, whatever happened
+                observed = f"unexpected {type(exc).__name__}: {_text(exc)}"
+                refusal = GuardRefused(name, checks[name].expected, observed, _UNEXPECTED_ADVICE)
             if refusal is not None:
                 checks[name] = replace(checks[name], observed=refusal.observed, passed=False)
                 break
@@ -169,10 +198,14 @@ class Guard:
 
     def _expected(self) -> dict[str, str]:
         i = self.inputs
+        parent = f"run {i.parent_run_id} attempt {i.parent_run_attempt}, active"
+        if i.coordinator_workflows:
+            parent += f", a run of {' or '.join(i.coordinator_workflows)}"
         return {
             ATTEMPT: "attempt 1",
+            REQUEST: f"rqf-{i.parent_run_id}-{i.parent_run_attempt}-<n>-<8 hex digits>",
             IDENTITY: f"run-name {i.request_id!r}, event workflow_dispatch",
-            PARENT: f"run {i.parent_run_id} attempt {i.parent_run_attempt}, active",
+            PARENT: f"{parent}, started before this child was created",
             SOURCE: f"{i.source_ref} at {i.source_sha}",
         }
 
@@ -186,9 +219,26 @@ class Guard:
             raise self._refuse(ATTEMPT, observed, _RERUN_ADVICE)
         return observed
 
+    def _check_request_id(self) -> str:
+        """The request id is one the coordinator makes for the parent run and attempt named."""
+        request = parse_request_id(self.inputs.request_id)
+        if request is None:
+            raise self._refuse(
+                REQUEST, f"{self.inputs.request_id!r}, not a request id", _REQUEST_ADVICE
+            )
+        i = self.inputs
+        if (request.run_id, request.run_attempt) != (i.parent_run_id, i.parent_run_attempt):
+            observed = (
+                f"{request} names parent run {request.run_id} attempt {request.run_attempt}, "
+                f"not run {i.parent_run_id} attempt {i.parent_run_attempt}"
+            )
+            raise self._refuse(REQUEST, observed, _REQUEST_ADVICE)
+        return str(request)
+
     def _check_identity(self) -> str:
         """The run is the dispatched request: its run-name and its event."""
         run = self._own_run()
+        self._own = run
         observed = f"run-name {run.display_title!r}, event {run.event}"
         if run.display_title != self.inputs.request_id or run.event != "workflow_dispatch":
             raise self._refuse(IDENTITY, observed, _IDENTITY_ADVICE)
@@ -228,7 +278,19 @@ class Guard:
             if observed.startswith("expected ") and ", observed " in observed:
                 observed = observed.split(", observed ", 1)[1]  # keep only what was seen
             raise self._refuse(PARENT, observed, _PARENT_ADVICE) from None
-        return f"run {run.id} attempt {run.run_attempt}, {run.status}"
+        observed = f"run {run.id} attempt {run.run_attempt}, {run.status}"
+        if i.coordinator_workflows:
+            file = _workflow_file(run)
+            observed += f", a run of {file or repr(run.path)}"
+            if file not in i.coordinator_workflows:
+                raise self._refuse(PARENT, observed, _COORDINATOR_ADVICE)
+        own = self._own
+        if own is None or run.run_started_at is None or own.created_at < run.run_started_at:
+            started = run.run_started_at.isoformat() if run.run_started_at else "unknown"
+            created = own.created_at.isoformat() if own else "unknown"
+            observed += f", attempt started {started}, this child created {created}"
+            raise self._refuse(PARENT, observed, _CREATED_ADVICE)
+        return f"{observed}, started before this child"
 
     def _check_source(self) -> str:
         """The source ref still points at the approved SHA."""
@@ -241,6 +303,17 @@ class Guard:
         if sha != self.inputs.source_sha:
             raise self._refuse(SOURCE, observed, _SOURCE_ADVICE)
         return observed
+
+
+def _workflow_file(run: WorkflowRun) -> str:
+    """The file name of the run's workflow; empty when its path has another form.
+
+    GitHub shows `.github/workflows/x.yml`, and also `owner/repo/.github/workflows/x.yml@ref`.
+    """
+    head, marker, file = run.workflow_file_path.rpartition(".github/workflows/")
+    if not marker or (head and not head.endswith("/")) or "/" in file:
+        return ""
+    return file
 
 
 def _text(error: Exception) -> str:

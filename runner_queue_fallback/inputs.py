@@ -34,6 +34,7 @@ __all__ = [
     "read_guard_inputs",
     "read_pool_settings",
     "read_run_context",
+    "valid_ref_name",
     "whole_number",
 ]
 
@@ -62,13 +63,15 @@ CHILD_INPUTS = (
     "runner",
     "workload",
 )
-#: Every guard input, as spelled in guard/action.yml.
+#: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
+#: workflow file name(s) and the token.
 GUARD_INPUTS = (
     "request-id",
     "parent-run-id",
     "parent-run-attempt",
     "source-ref",
     "source-sha",
+    "coordinator-workflow",
     "token",
 )
 
@@ -152,6 +155,8 @@ class GuardInputs(BaseModel):
     parent_run_attempt: int
     source_ref: str
     source_sha: str
+    #: the coordinator workflow file names the parent run may be a run of (empty: not checked)
+    coordinator_workflows: tuple[str, ...] = ()
     token: SecretStr
 
 
@@ -245,8 +250,26 @@ def _sha(name: str, raw: str) -> str:
     return raw.lower()
 
 
+def valid_ref_name(ref: str) -> bool:
+    r"""Whether `ref` is a valid full ref name by `git check-ref-format`'s rules.
+
+    No component may start with `.` or end with `.lock`; no `..`, `//`, `@{`, ASCII control
+    character, space or any of `~^:?*[\`; the name neither starts nor ends with `/`, nor ends
+    with `.`, and is not `@`. Ref: https://git-scm.com/docs/git-check-ref-format
+    """
+    if ref == "@" or ref.startswith("/") or ref.endswith(("/", ".")):
+        return False
+    if any(bad in ref for bad in ("..", "//", "@{")):
+        return False
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch in " ~^:?*[\\" for ch in ref):
+        return False
+    return all(
+        part and not part.startswith(".") and not part.endswith(".lock") for part in ref.split("/")
+    )
+
+
 def _source_ref(name: str, raw: str) -> str:
-    if not _SOURCE_REF.match(raw):
+    if not (_SOURCE_REF.match(raw) and valid_ref_name(raw)):
         raise InputError(
             name,
             "must be a full ref",
@@ -275,6 +298,7 @@ def _workflow_ref(name: str, raw: str) -> str:
         any(ch.isspace() for ch in raw)
         or short.startswith("refs/")
         or FULL_SHA.match(short.lower())
+        or not valid_ref_name(f"refs/heads/{short}")
     ):
         raise InputError(
             name,
@@ -283,6 +307,14 @@ def _workflow_ref(name: str, raw: str) -> str:
             allowed="a branch or tag such as main or v1",
         )
     return short
+
+
+def _workflow_files(name: str, raw: str) -> tuple[str, ...]:
+    """One or more workflow file names, separated by spaces or commas."""
+    files = tuple(_workflow(name, item) for item in re.split(r"[\s,]+", raw) if item)
+    if not files:
+        raise InputError(name, "must name a workflow file", given=raw)
+    return files
 
 
 def _workload(name: str, raw: str) -> str:
@@ -394,6 +426,8 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)
     source_ref = reader.get("source-ref", _source_ref, "", required=True)
     source_sha = reader.get("source-sha", _sha, "", required=True)
+    none: tuple[str, ...] = ()
+    coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
     reader.done()
     return GuardInputs(
@@ -402,6 +436,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         parent_run_attempt=parent_run_attempt,
         source_ref=source_ref,
         source_sha=source_sha,
+        coordinator_workflows=coordinators,
         token=token,
     )
 

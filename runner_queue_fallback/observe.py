@@ -37,9 +37,33 @@ class Expected:
 
     def run_mismatches(self, run: WorkflowRun) -> list[str]:
         """Every identity field of the run that differs, as 'field: expected X, observed Y'."""
+        return self.pending_fields(run) + self.wrong_fields(run)
+
+    def title_pending(self, run: WorkflowRun) -> bool:
+        """The run-name is not filled in yet: `display_title` empty or still the workflow's name.
+
+        The spec's startup window tolerates it until its expiry ("pending metadata").
+        """
+        title = run.display_title
+        return title != self.run_name and (not title.strip() or title == run.name)
+
+    def pending_fields(self, run: WorkflowRun) -> list[str]:
+        """The identity fields not filled in yet (only the run-name can be), as mismatches."""
+        if not self.title_pending(run):
+            return []
+        observed = f"{run.display_title!r} (not filled in yet)"
+        return [f"run-name (display_title): expected {self.run_name!r}, observed {observed}"]
+
+    def wrong_fields(self, run: WorkflowRun) -> list[str]:
+        """The identity fields that are filled in and differ: a wrong run, at once."""
         path = run.workflow_file_path
+        title = (
+            []
+            if self.title_pending(run)
+            else [("run-name (display_title)", self.run_name, run.display_title)]
+        )
         pairs = [
-            ("run-name (display_title)", self.run_name, run.display_title),
+            *title,
             ("event", self.event, run.event),
             ("head_sha", self.head_sha, run.head_sha),
             ("run_attempt", str(self.attempt), str(run.run_attempt)),
@@ -91,6 +115,16 @@ class Observation:
         """Run and every job completed (a lagging job keeps this False)."""
         return self.run.status == "completed" and all(
             job.status == "completed" for job in self.jobs
+        )
+
+    @property
+    def conclusion_pending(self) -> bool:
+        """Completed, but the run's or a job's conclusion is not reported yet (null): no verdict.
+
+        "Polls tolerate delayed status/conclusion updates": read again until it appears.
+        """
+        return self.finished and (
+            self.run.conclusion is None or any(job.conclusion is None for job in self.jobs)
         )
 
     @property

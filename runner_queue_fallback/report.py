@@ -2,26 +2,103 @@
 
 Everything goes to injected streams and paths; nothing here reads os.environ.
 Ref: https://docs.github.com/actions/reference/workflows-and-actions/workflow-commands
+
+Outside text (anything GitHub answered, anything a dispatcher chose) reaches a person through
+one escaping path, kept here (DESIGN.md invariant 9):
+
+- `escape_log_line`: every log line, so outside text can never start a line, begin a workflow
+  command (`::name::`, even after leading whitespace) or carry the legacy `##[name]` syntax;
+- `escape_data` / `escape_property`: the message and properties of our own commands;
+- `escape_markdown` and `markdown_link`: the step summary, where outside text cannot become
+  Markdown structure, a link or an image, and a URL links only to the server's own host.
 """
 
 from __future__ import annotations
 
 import html
+import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TextIO
+from urllib.parse import urlsplit
 
-__all__ = ["COORDINATOR_OUTPUTS", "Reporter", "escape_data", "escape_markdown", "escape_property"]
+__all__ = [
+    "COORDINATOR_OUTPUTS",
+    "Reporter",
+    "escape_data",
+    "escape_log_line",
+    "escape_markdown",
+    "escape_property",
+    "markdown_code",
+    "markdown_link",
+]
 
 #: The outputs the coordinator sets, as spelled in action.yml.
 COORDINATOR_OUTPUTS = ("run-id", "run-url", "runner", "attempts", "attempts-json")
 
 
+#: What ends a line for the runner (.NET ReadLine: CR, LF) or for a viewer of the log (every
+#: separator `str.splitlines` knows); each is shown as a visible escape instead.
+_LINE_BREAKS = {
+    "\r": "\\r",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\x1c": "\\x1c",
+    "\x1d": "\\x1d",
+    "\x1e": "\\x1e",
+    "\x85": "\\x85",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_LINE_BREAK = re.compile("[" + "".join(_LINE_BREAKS) + "]")
+#: The runner's legacy command syntax, which it looks for anywhere in a line.
+_LEGACY_COMMAND = "##["
+#: A zero-width joiner would hide the change; a space keeps it visible and breaks the syntax.
+_LEGACY_NEUTRAL = "## ["
+
+
+def escape_log_line(text: str) -> str:
+    r"""Outside text made safe as (part of) one plain log line: it can never be read as a command.
+
+    - CR, LF and every other line separator are shown as visible escapes (`\n`), so the text
+      cannot start a line of its own;
+    - a line that would begin with `::` once leading whitespace is trimmed (the runner trims
+      Unicode whitespace too) gets a backslash in front, so it is no workflow command;
+    - `##[`, the runner's legacy syntax, is broken up wherever it appears.
+
+    Applied to every line the Reporter logs, whatever its source; use it (or `escape_data` in a
+    command's message) for any other text that goes to stdout.
+    """
+    text = _LINE_BREAK.sub(lambda match: _LINE_BREAKS[match.group()], text)
+    text = text.replace(_LEGACY_COMMAND, _LEGACY_NEUTRAL)
+    if _trim_start(text).startswith("::"):
+        text = "\\" + text
+    return text
+
+
+def _trim_start(text: str) -> str:
+    """`text` without what the runner trims at its start (.NET `char.IsWhiteSpace`, zero width)."""
+    index = 0
+    while index < len(text) and (text[index].isspace() or text[index] in "\u180e\u200b\ufeff"):
+        index += 1
+    return text[index:]
+
+
 def escape_data(text: str) -> str:
-    """Escape a workflow-command message (as the runner's ActionCommand expects)."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    """Escape a workflow-command message (as the runner's ActionCommand expects).
+
+    `%`, CR and LF are percent-encoded (the runner decodes them into the annotation, where they
+    are text); the other line separators and `##[` are neutralised as in `escape_log_line`.
+    """
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape_log_line(text) if _needs_log_escape(text) else text
+
+
+def _needs_log_escape(text: str) -> bool:
+    return _LEGACY_COMMAND in text or _LINE_BREAK.search(text) is not None
 
 
 def escape_property(text: str) -> str:
@@ -29,9 +106,71 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+#: Characters that make inline Markdown structure: links and images (`[`, `]`), emphasis,
+#: strikethrough, code, table cells and escapes. `<` and `&` are HTML entities first.
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+#: What GitHub's Markdown turns into a link by itself (GFM autolinks): shown as code instead.
+_AUTOLINK = re.compile(r"(?i)\b(?:[a-z][a-z0-9+.-]*://|www\.)\S+|[\w.+-]+@[\w-]+\.[\w.-]+")
+
+
 def escape_markdown(text: str) -> str:
-    """Make a string from the API safe inside a Markdown table cell."""
-    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+    """Outside text made safe as plain text in the step summary (a paragraph or a table cell).
+
+    HTML becomes entities, Markdown punctuation is backslash-escaped (so `[text](url)` and
+    `![](url)` stay text, never a link or an image), anything GitHub would autolink (a URL,
+    `www.`, an e-mail address) is shown as inline code, and line breaks become spaces, so the
+    text cannot leave its table cell or start a block of its own. Links are made only by
+    `markdown_link`.
+    """
+    text = _LINE_BREAK.sub(" ", text)
+    parts: list[str] = []
+    start = 0
+    for match in _AUTOLINK.finditer(text):
+        parts += [_escape_inline(text[start : match.start()]), markdown_code(match.group())]
+        start = match.end()
+    parts.append(_escape_inline(text[start:]))
+    return "".join(parts)
+
+
+def _escape_inline(text: str) -> str:
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", html.escape(text, quote=False))
+
+
+def markdown_code(text: str) -> str:
+    """Outside text shown verbatim as inline code in the step summary (never a link)."""
+    text = _LINE_BREAK.sub(" ", text).replace("|", "\\|")  # GFM: a pipe ends a cell, even in code
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def markdown_link(label: str, url: str, server_url: str) -> str:
+    """A link in the step summary, only to `https://` on the server's own host; else code.
+
+    `label` is outside text too and is escaped. A URL from GitHub's reply that points anywhere
+    else (another host, another scheme, characters that would end the link) is shown as inline
+    code after the label, so a reader sees it but cannot follow it by a click.
+    """
+    text = escape_markdown(label)
+    if _is_server_url(url, server_url):
+        return f"[{text}](<{url}>)"
+    return f"{text}: {markdown_code(url)}"
+
+
+def _is_server_url(url: str, server_url: str) -> bool:
+    """Whether `url` is an https URL on `server_url`'s host, with nothing that breaks a link."""
+    if any(ch.isspace() or ch in "<>()[]|\\`\"'" or ord(ch) < 32 for ch in url):
+        return False
+    try:
+        target, server = urlsplit(url), urlsplit(server_url)
+    except ValueError:
+        return False
+    return (
+        target.scheme == "https"
+        and bool(target.hostname)
+        and target.netloc.lower() == server.netloc.lower()
+        and not target.username
+    )
 
 
 class Reporter:
@@ -44,9 +183,14 @@ class Reporter:
         output_path: Path | None = None,
         state_path: Path | None = None,
         summary_path: Path | None = None,
+        server_url: str = "https://github.com",
     ) -> None:
-        """Use `stream` for the log; the paths come from GITHUB_OUTPUT, _STATE, _STEP_SUMMARY."""
+        """Use `stream` for the log; the paths come from GITHUB_OUTPUT, _STATE, _STEP_SUMMARY.
+
+        `server_url` (GITHUB_SERVER_URL) is the only host the step summary links to.
+        """
         self.stream = stream
+        self.server_url = server_url
         self.output_path = output_path
         self.state_path = state_path
         self.summary_path = summary_path
@@ -60,8 +204,12 @@ class Reporter:
             self._secrets.append(secret)
 
     def log(self, line: str) -> None:
-        """Print one log line."""
-        self._write(line)
+        """Print one plain log line; whatever it holds, it is never read as a workflow command."""
+        self._write(escape_log_line(line))
+
+    def link(self, label: str, url: str) -> str:
+        """Markdown for a link to `url` in the step summary (code unless on the server's host)."""
+        return markdown_link(label, url, self.server_url)
 
     def command(self, name: str, message: str, **props: str) -> None:
         """Emit `::name k=v,...::message`."""
@@ -69,7 +217,7 @@ class Reporter:
             f"{key}={escape_property(value)}" for key, value in props.items() if value
         )
         head = f"::{name} {rendered}" if rendered else f"::{name}"
-        self._write(f"{head}::{escape_data(message)}")
+        self._write(f"{head}::{escape_data(self._scrub(message))}")
 
     def error(self, message: str, *, title: str = "") -> None:
         """An error annotation: one line in the run's summary page."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from runner_queue_fallback.attempts import Attempt, Result
-from runner_queue_fallback.report import Reporter, escape_markdown
+from runner_queue_fallback.report import Reporter, escape_markdown, markdown_link
 
 __all__ = ["attempts_json", "outputs", "publish", "summary_markdown", "worker_link"]
 
@@ -55,8 +55,12 @@ def outputs(result: Result) -> dict[str, str]:
     }
 
 
-def summary_markdown(result: Result) -> str:
-    """The step summary in GitHub Markdown; every string from the API is escaped."""
+def summary_markdown(result: Result, server_url: str = "https://github.com") -> str:
+    """The step summary in GitHub Markdown; every string from the API is escaped.
+
+    URLs from GitHub's replies link only when they are https on `server_url`'s host
+    (GITHUB_SERVER_URL); any other is shown as code.
+    """
     last = result.last
     pool = last.candidate.pool_text if last else "no pool"
     title = "succeeded" if result.success else "failed"
@@ -67,7 +71,9 @@ def summary_markdown(result: Result) -> str:
     ]
     for a in result.attempts:
         wait = "-" if a.queued_seconds is None else f"{a.queued_seconds:.0f} s"
-        child = f"[{a.run_id}]({a.run_url})" if a.run_id and a.run_url else "-"
+        child = (
+            markdown_link(str(a.run_id), a.run_url, server_url) if a.run_id and a.run_url else "-"
+        )
         pool = escape_markdown(a.candidate.pool_text)
         lines.append(
             f"| {a.number} | {pool} | {a.candidate.queue_minutes:g} min | {wait} | {child} "
@@ -85,12 +91,10 @@ def summary_markdown(result: Result) -> str:
         lines += [f"**Cleanup:** {escape_markdown(result.cleanup.describe())}", ""]
     link = worker_link(last)
     if link is not None:
-        lines += [f"[{link[0]}]({link[1]})", ""]
+        lines += [markdown_link(link[0], link[1], server_url), ""]
     if last is not None and last.run_url:
-        lines += [
-            f"Artifacts of the worker run: [{last.run_url}#artifacts]({last.run_url}#artifacts)",
-            "",
-        ]
+        artifacts = f"{last.run_url}#artifacts"
+        lines += [markdown_link("Artifacts of the worker run", artifacts, server_url), ""]
     return "\n".join(lines) + "\n"
 
 
@@ -98,7 +102,7 @@ def publish(result: Result, reporter: Reporter) -> None:
     """Set the outputs, write the summary, and close the log with the result and the worker link."""
     for name, value in outputs(result).items():
         reporter.set_output(name, value)
-    reporter.summary(summary_markdown(result))
+    reporter.summary(summary_markdown(result, reporter.server_url))
     link = worker_link(result.last)
     suffix = f" {link[0]}: {link[1]}" if link else ""
     if result.success:

@@ -51,6 +51,7 @@ from tests.invariants import (
     check_invariants,
     check_spec_bounds,
 )
+from tests.outside import PLANTS, Tamper, lag_rule, odd_header_rule, plant_rule, watch_stdout
 
 PROFILES = load_profiles()
 FOREVER = 10.0**9
@@ -94,6 +95,12 @@ class Case:
     interrupt_at: float | None = None
     guard: bool = True
     unassigned_runner_as_zero: bool = False
+    #: an index into `tests.outside.PLANTS`: outside text planted in every string GitHub sends
+    plant: int | None = None
+    #: a completed child run shows a null conclusion for this many reads
+    lag_reads: int = 0
+    #: every rate-limit header carries this odd value (NaN, inf, a date without zone, ...)
+    odd_header: str | None = None
 
 
 @dataclass
@@ -157,12 +164,21 @@ def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
         start = clock.monotonic()
         try:
             return real_main(argv, environ, **kwargs)
+        except Exception as exc:
+            # Invariant 10: only the project's errors may reach main (and those are handled there).
+            raise AssertionError(f"{type(exc).__name__} reached main ({command}): {exc!r}") from exc
         finally:
             observed.stack.pop()
             observed.commands.append((command, start, clock.monotonic()))
 
-    with mock.patch.object(GitHubClient, "_send", send), mock.patch.object(cli, "main", main):
+    with (
+        mock.patch.object(GitHubClient, "_send", send),
+        mock.patch.object(cli, "main", main),
+        watch_stdout() as watch,
+    ):
         yield
+    # Invariant 9: no line the runner would read as a command comes from outside text.
+    assert watch.problems() == [], watch.problems()
 
 
 def _interrupt(clock: FakeClock, at: float, observed: Observed) -> None:
@@ -193,6 +209,11 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
     if case.guard and GUARD:
         world.on_worker_start = guard_hook(world, clock, observed.guard_logs)
     world, sha = standard_world(clock, world)
+    rules = [plant_rule(PLANTS[case.plant])] if case.plant is not None else []
+    rules += [lag_rule(case.lag_reads)] if case.lag_reads else []
+    rules += [odd_header_rule(case.odd_header)] if case.odd_header is not None else []
+    if rules:
+        Tamper(world, rules, keep_304=True).install()
     world.runs[PARENT_RUN_ID].visible_at = case.parent_visible_after
     for pool in case.pools:
         world.add_pool(pool.group, pool.labels, runners=pool.runners, busy=pool.busy)
@@ -226,6 +247,10 @@ def execute(case: Case) -> Outcome:
         )
     outcome = Outcome(case, world, clock, run, settings, observed)
     check_invariants(world, run, candidates=len(settings.candidates))
+    # Invariant 10: no exception of a foreign type was raised anywhere, even one caught and
+    # cleaned up after (`UnexpectedError`), in the main step, the post step or a guard.
+    everything = "\n".join([run.log, run.post_log, *run.guard_logs])
+    assert "Unexpected error" not in everything, everything
     check_spec_bounds(
         world,
         run,
@@ -470,7 +495,23 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
         interrupt_at=sometimes(12),
         guard=draw(st.integers(0, 4)) != 0,
         unassigned_runner_as_zero=draw(st.booleans()),
+        plant=draw(weighted((4, None), *((1, n) for n in range(len(PLANTS))))),
+        lag_reads=draw(weighted((6, 0), (1, 1), (1, 3), (1, 30))),
+        odd_header=draw(weighted((6, None), *((1, value) for value in ODD_HEADERS))),
     )
+
+
+#: Header values GitHub should never send, read as absent.
+ODD_HEADERS = (
+    "nan",
+    "inf",
+    "-5",
+    "1e400",
+    "\u00b2",
+    "Thu, 01 Jan 2026 00:00:30 -0000",
+    "Thu, 01 Jan 2026 00:00:30",
+    "soon",
+)
 
 
 # ---------------------------------------------------------------------------------- tests

@@ -34,6 +34,7 @@ from runner_queue_fallback.inputs import (
 )
 from runner_queue_fallback.profiles import MEMORY_GROUP, Candidate, load_profiles, parse_label
 from tests.conftest import SHA
+from tests.outside import PLANTS, watch_stdout
 from tests.test_fuzz_coordinator import candidate_overrides
 
 PROFILES = load_profiles()
@@ -90,6 +91,7 @@ junk = st.one_of(
             "a\n::error::injected",
             "\u0661\u0662",  # Arabic-Indic digits: str.isdigit() is True
             "\uff11\uff10",  # fullwidth digits
+            *PLANTS,  # outside text with every command and link syntax, carrying the marker
         ]
     ),
 )
@@ -129,6 +131,21 @@ SHAS = st.one_of(
 REFS = st.one_of(
     near("refs/pull/123/merge", "refs/pull/7/head", "refs/heads/main", "refs/tags/v1.2"),
     st.sampled_from(["main", "refs/pull/x/merge", "refs/heads/", "refs/heads/a b"]),
+    # git check-ref-format: traversal, `//`, `@{`, `.lock`, a leading dot, `~^:?*[\`
+    st.sampled_from(
+        [
+            "refs/heads/x/../../../../../../other/fork/git/ref/heads/x",
+            "refs/heads/a//b",
+            "refs/heads/a@{1}",
+            "refs/heads/a.lock",
+            "refs/heads/.hidden",
+            "refs/tags/v1.",
+            "refs/heads/a~1",
+            "refs/heads/a\\b",
+            "refs/heads/a%2F..%2Fb",
+        ]
+    ),
+    st.sampled_from(PLANTS).map(lambda plant: f"refs/heads/{plant}"),
 )
 LABELS = sorted(
     {pool.labels for profile in PROFILES.values() for pool in profile.pools}
@@ -393,10 +410,18 @@ def run_cli(values: InputSet) -> CliRun:
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = cli.main(
-            ["coordinate"], {**values.environ(), **RUN_CONTEXT}, clock=FakeClock(), session=session
-        )
+    with contextlib.redirect_stdout(out), watch_stdout() as watch:
+        try:
+            code = cli.main(
+                ["coordinate"],
+                {**values.environ(), **RUN_CONTEXT},
+                clock=FakeClock(),
+                session=session,
+            )
+        except Exception as exc:  # the invariant below names it
+            raise AssertionError(f"{type(exc).__name__} reached main: {exc!r}") from exc
+    # Invariant 9: no line the runner would read as a command comes from an input's value.
+    assert watch.problems() == [], watch.problems()
     return CliRun(code, out.getvalue(), adapter.sent)
 
 

@@ -46,7 +46,8 @@ SOURCE_REF = "refs/heads/feature"
 GROUP = "nv-cpu-general"
 LABEL = "linux-amd64-cpu16"
 TOKEN = "ghs_guardSecretToken42"
-REQUEST_ID = "rqf-4242-1-1-abcd"
+REQUEST_ID = "rqf-4242-1-1-abcd0123"
+COORDINATOR_WORKFLOW = "runner-check.yml"  # the fake parent run's workflow
 
 
 # -- a small world ------------------------------------------------------------------------

@@ -26,7 +26,15 @@ import yaml
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.inputs import GUARD_INPUTS, env_name
 from runner_queue_fallback.sim import FakeGitHub
-from tests.test_guard import PARENT_ID, REQUEST_ID, SOURCE_REF, TOKEN, dispatch_child, make_world
+from tests.test_guard import (
+    COORDINATOR_WORKFLOW,
+    PARENT_ID,
+    REQUEST_ID,
+    SOURCE_REF,
+    TOKEN,
+    dispatch_child,
+    make_world,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE = ROOT / "guard" / "action.yml"
@@ -180,6 +188,7 @@ def _with(world: FakeGitHub) -> dict[str, str]:
         "parent-run-attempt": "1",
         "source-ref": SOURCE_REF,
         "source-sha": world.refs["heads/feature"],
+        "coordinator-workflow": COORDINATOR_WORKFLOW,
         "token": TOKEN,
     }
 
@@ -252,7 +261,7 @@ def test_both_forms_pass_a_genuine_child(served, tmp_path, form):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Guard passed: the workload may start" in result.stdout
     summary = (tmp_path / "summary.md").read_text()
-    assert summary.count("| pass |") == 4
+    assert summary.count("| pass |") == 5  # attempt, request id, identity, parent, source
     assert TOKEN not in summary
     assert [line for line in result.stdout.splitlines() if TOKEN in line] == [
         f"::add-mask::{TOKEN}"
@@ -283,6 +292,7 @@ def test_both_forms_read_every_input(served, tmp_path, form, name):
         "parent-run-attempt": "2",
         "source-ref": "refs/heads/other",
         "source-sha": "f" * 40,
+        "coordinator-workflow": "ci.yml",  # the parent is a run of another workflow
         "token": "",  # blank: the input is missing
     }
     values = {**_with(world), name: wrong[name]}

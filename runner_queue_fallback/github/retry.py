@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import email.utils
 import enum
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -47,6 +48,8 @@ __all__ = [
     "describe_failure",
     "is_retryable",
     "rate_limit_wait",
+    "reset_seconds",
+    "retry_after_seconds",
     "spec_retrying",
 ]
 
@@ -109,30 +112,56 @@ def rate_limit_wait(headers: Mapping[str, str], now: datetime) -> float:
 
     Ref: https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
     """
-    wait = timing.RATE_LIMIT_WAIT_CAP_SECONDS
-    retry_after = headers.get("retry-after")
-    reset = headers.get("x-ratelimit-reset")
-    if retry_after is not None:
-        wait = _parse_retry_after(retry_after, now)
-    elif reset is not None:
-        try:
-            wait = float(reset) - now.timestamp() + RESET_MARGIN_SECONDS
-        except ValueError:
-            wait = timing.RATE_LIMIT_WAIT_CAP_SECONDS
+    wait = retry_after_seconds(headers.get("retry-after"), now)
+    if wait is None:
+        wait = reset_seconds(headers.get("x-ratelimit-reset"), now)
+    if wait is None:
+        wait = timing.RATE_LIMIT_WAIT_CAP_SECONDS
     return min(max(wait, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
 
 
-def _parse_retry_after(value: str, now: datetime) -> float:
-    """Read `retry-after` as seconds (what GitHub sends) or as an HTTP date (RFC 9110)."""
+def retry_after_seconds(value: str | None, now: datetime) -> float | None:
+    """`retry-after` as seconds from `now`: a number (what GitHub sends) or an HTTP date.
+
+    None (absent) for anything odd: no value, NaN, infinite or negative numbers, a date without
+    a usable time zone (`-0000` means "unknown" in RFC 5322) or one that cannot be read.
+    """
+    if value is None:
+        return None
+    seconds = _finite_seconds(value)
+    if seconds is not None or _looks_numeric(value):
+        return seconds
     try:
-        return float(value)
-    except ValueError:
-        pass
+        when = email.utils.parsedate_to_datetime(value.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None or when.utcoffset() is None:
+        return None
+    seconds = (when - now).total_seconds()
+    return seconds if math.isfinite(seconds) else None
+
+
+def reset_seconds(value: str | None, now: datetime) -> float | None:
+    """Seconds from `now` until `x-ratelimit-reset` (epoch seconds) + 1 s; None if odd."""
+    epoch = _finite_seconds(value) if value is not None else None
+    if epoch is None:
+        return None
+    return epoch - now.timestamp() + RESET_MARGIN_SECONDS
+
+
+def _finite_seconds(value: str) -> float | None:
+    """A plain finite, non-negative number, else None."""
     try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return timing.RATE_LIMIT_WAIT_CAP_SECONDS
-    return (when - now).total_seconds()
+        number = float(value.strip())
+    except (ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _looks_numeric(value: str) -> bool:
+    """Whether `value` was meant as a number (so an odd one is not read as a date)."""
+    text = value.strip().lower().lstrip("+-")
+    return bool(text) and (text[0].isdigit() or text[0] == "." or text in {"nan", "inf"})
 
 
 def is_retryable(exc: BaseException) -> bool:
@@ -158,7 +187,8 @@ class SpecWait(wait_base):
         """Pick the wait for the attempt that just failed."""
         exc = _last_exception(retry_state)
         if isinstance(exc, RateLimited):
-            return min(max(exc.retry_after, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
+            wait = exc.retry_after if math.isfinite(exc.retry_after) else 0.0
+            return min(max(wait, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
         backoff = timing.TRANSIENT_BACKOFF_SECONDS
         return backoff[min(retry_state.attempt_number, len(backoff)) - 1]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner_queue_fallback.inputs import CHILD_INPUTS as DISPATCHED
 from runner_queue_fallback.inputs import GUARD_INPUTS
 from runner_queue_fallback.lint.model import (
     CHILD_INPUTS,
@@ -389,7 +390,7 @@ def _guard_inputs(child: Workflow, guard: Guard, report: Report) -> None:
             )
     for name in GUARD_INPUTS:
         wired = values.get(name)
-        if name != "token" and (wired is None or not wired_to(wired.text, name)):
+        if name in DISPATCHED and (wired is None or not wired_to(wired.text, name)):
             report.add(
                 child.path,
                 wired.line if wired is not None else guard.uses_line,

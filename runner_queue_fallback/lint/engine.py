@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -165,7 +166,39 @@ def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | 
             "protocol",
             f"use the guard from {step.ref.source}",
         )
+    if guard is not None:
+        _coordinator_workflow(step, child, guard.step, guard.uses_line, report)
     _timeouts(step, child, job, report, budget)
+
+
+def _coordinator_workflow(
+    step: CoordinatorStep, child: Workflow, guard: Node, line: int, report: Report
+) -> None:
+    """RQF306: the guard names the coordinator's workflow, so no other run can be its parent."""
+    name = step.workflow.path.name
+    with_ = guard.get("with")
+    node = with_.get("coordinator-workflow") if with_ is not None else None
+    value = (node.text or "").strip() if node is not None else ""
+    if node is not None and is_expression(value):
+        return
+    named = {item.removeprefix(".github/workflows/") for item in re.split(r"[\s,]+", value) if item}
+    if name in named:
+        return
+    problem = (
+        f"the guard's `coordinator-workflow` ({value}) does not name {name}"
+        if value
+        else "the guard does not set `coordinator-workflow`"
+    )
+    report.add(
+        child.path,
+        node.line if node is not None else line,
+        "RQF306",
+        f"{problem}: without it, a child dispatched with any in-progress run of another "
+        f"workflow as its parent passes the guard",
+        f"set `coordinator-workflow: {name}` under the guard's `with:` (separate several "
+        "coordinators with spaces)",
+        level="warning",
+    )
 
 
 def _inputs(step: CoordinatorStep, child: Workflow, trigger: Node, report: Report) -> None:

@@ -158,6 +158,11 @@ _RULES = (
         "warning",
         "pair: child `timeout-minutes` >= coordinator `execution-timeout-minutes`",
     ),
+    Rule(
+        "RQF306",
+        "warning",
+        "pair: the child's guard sets `coordinator-workflow` to the coordinator's file name",
+    ),
 )
 #: Every rule, by id.
 RULES: Final = {rule.id: rule for rule in _RULES}

@@ -55,6 +55,9 @@ def cancel_and_prove(seq: Sequence, attempt: Attempt, deadline: float) -> None:
             seq.active = None
             seq.report.log(f"Confirmed: child {attempt.run_id} ended with no runner and no step")
             return
+        if last.conclusion_pending:
+            seq.report.log(f"Child {attempt.run_id} completed; waiting for its conclusion")
+            continue
         if last.finished:
             raise SequenceError(f"child {attempt.run_id} ended unexpectedly: {last.describe()}")
         if not forced and last.run.status != "completed" and _past_half(seq, deadline):

@@ -12,7 +12,13 @@ from typing import NoReturn
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
-from runner_queue_fallback.errors import DispatchAmbiguous, GitHubError, NotFound, SequenceError
+from runner_queue_fallback.errors import (
+    DispatchAmbiguous,
+    GitHubAPIError,
+    GitHubError,
+    NotFound,
+    SequenceError,
+)
 from runner_queue_fallback.observe import Expected
 from runner_queue_fallback.sequence.context import Sequence
 
@@ -75,6 +81,13 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         attempt.outcome = "dispatch reply lost"
         seq.report.warning(str(exc), title="Ambiguous dispatch")
         _recover_lost_dispatch(seq, attempt)
+    except GitHubAPIError:
+        # A definite refusal (4xx, never 408: that one is ambiguous): no run was created, so
+        # neither this step nor the post step has anything to look for or clean up.
+        seq.in_flight = None
+        attempt.outcome = "dispatch refused"
+        seq.report.save_state("refused-request-id", attempt.request_id)
+        raise
     seq.set_active(attempt, reply.workflow_run_id, reply.html_url)
     attempt.outcome = "dispatched"
     seq.report.notice(

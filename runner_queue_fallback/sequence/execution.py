@@ -33,12 +33,13 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
     """No more fallback: poll every 60 s until the child concludes or the execution timeout."""
     deadline = start_execution(seq, attempt, observation)
     round_number = 0
+    settled = False
     while not observation.finished:
         now = seq.clock.monotonic()
         if now >= deadline and observation.reported_over:
             # The run or its job already says completed; the other's report lags behind.
             # The worker did not outlive the deadline: let the reports settle.
-            observation = _settle(seq, attempt, observation)
+            observation, settled = _settle(seq, attempt, observation), True
             if observation.finished:
                 break
         if now >= deadline:
@@ -54,6 +55,8 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
         observation = seq.observe(attempt)
         if not observation.finished:  # a finished worker is judged on its own result
             seq.poll_checks(allocated=True)
+    if observation.conclusion_pending and not settled:  # a null conclusion is no verdict yet
+        observation = _settle(seq, attempt, observation)
     judge(seq, attempt, observation)
 
 
@@ -74,6 +77,12 @@ def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
     attempt.outcome = (
         f"run {observation.run.conclusion}, worker {job.conclusion if job else 'missing'}"
     )
+    if observation.conclusion_pending:
+        raise SequenceError(
+            f"child {attempt.run_id} completed, but its conclusion was not reported within 2 "
+            f"minutes ({observation.describe()}); check its result by hand. It is not retried on "
+            "another pool"
+        )
     if not observation.succeeded:
         raise SequenceError(
             f"the worker did not succeed: run concluded {observation.run.conclusion!r}, worker job "
@@ -83,9 +92,12 @@ def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
 
 
 def _settle(seq: Sequence, attempt: Attempt, observation: Observation) -> Observation:
-    """Poll every 5 s, within one cancellation window, until run and job both say completed."""
+    """Poll every 5 s, within one 2-minute window, until run and job report their conclusion.
+
+    Both must say completed, with a conclusion that is not null.
+    """
     deadline = seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
-    while not observation.finished:
+    while not observation.finished or observation.conclusion_pending:
         if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
             break
         seq.report.log(

@@ -12,33 +12,68 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
 from runner_queue_fallback.cleanup import observe_run
 from runner_queue_fallback.errors import TRANSIENT_ERRORS, NotFound, SequenceError
-from runner_queue_fallback.observe import Observation
+from runner_queue_fallback.observe import WORKER_JOB, Observation, job_mismatches
 from runner_queue_fallback.sequence.context import Sequence
 
 __all__ = ["wait_for_startup"]
 
 
 def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
-    """Wait (15 s, then every 5 s, within 2 minutes) until the child shows its identity and job."""
+    """Wait (15 s, then every 5 s, within 2 minutes) until the child shows its identity and job.
+
+    As the spec words it: fields not filled in yet (the run-name still empty or the workflow's
+    name, no job listed) are waited for until the window's expiry, which reports expected and
+    observed fields; a field filled in and wrong fails at once, and so does a field that was
+    seen matching and then changes. A read sent inside the window is judged on its reply, even
+    one that arrives after the window ("in-flight requests can extend the observation window").
+    """
     assert attempt.run_id is not None  # noqa: S101  # set by dispatch
     assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
+    assert seq.expected is not None  # noqa: S101  # set by dispatch
     deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
     seq.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
     last = "not checked yet"
+    title_seen = False
     while True:
         try:
-            observation = observe_run(seq.client, attempt.run_id, deadline)
+            observation = observe_run(seq.client, attempt.run_id, deadline, clock=seq.clock)
         except (NotFound, *TRANSIENT_ERRORS) as exc:  # 404 is tolerated only here
             last = str(exc)
         else:
-            seq.check_identity(observation)
-            if observation.jobs:
+            title_seen = _check_filled_in(seq, observation, title_seen=title_seen)
+            pending = seq.expected.pending_fields(observation.run)
+            if observation.jobs and not pending:
                 seq.note_job(attempt, observation)
                 return observation
-            last = f"run visible, job metadata pending ({observation.describe()})"
+            if not observation.jobs:
+                pending.append(f"jobs: expected one job named {WORKER_JOB!r}, observed none yet")
+            last = f"not filled in yet: {'; '.join(pending)} ({observation.describe()})"
         if seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
             raise SequenceError(
                 f"child run {attempt.run_id} did not show its identity and worker job within "
                 f"the 2-minute startup window; last: {last}"
             )
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
+
+
+def _check_filled_in(seq: Sequence, observation: Observation, *, title_seen: bool) -> bool:
+    """Fail at once on a wrong field, or a run-name seen matching that is pending again.
+
+    Returns whether the run-name has been seen matching (now or before).
+    """
+    assert seq.expected is not None  # noqa: S101  # set by dispatch
+    run = observation.run
+    problems = seq.expected.wrong_fields(run)
+    if observation.jobs:
+        problems += job_mismatches(observation.jobs)
+    pending = seq.expected.title_pending(run)
+    if title_seen and pending:
+        problems.append(
+            f"run-name (display_title) changed after it was seen matching: expected "
+            f"{seq.expected.run_name!r}, observed {run.display_title!r}"
+        )
+    if problems:
+        raise SequenceError(
+            f"child run {run.id} is not the run that was dispatched: " + "; ".join(problems)
+        )
+    return title_seen or not pending
