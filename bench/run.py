@@ -1,9 +1,11 @@
-"""The benchmark: ours (with and without conditional requests) against the original's polling policy.
+"""The benchmark: ours (ETags that hold, ETags that change on every read) against the original's polling.
 
     .venv/bin/python -m bench            # full run (a few minutes), table on stdout, JSON in bench/results/
     .venv/bin/python -m bench --quick    # seconds: short horizons, small N, a 100-request quota
+    .venv/bin/python -m bench --load-sweep [--quick]   # fixed loads, run as jobs (bench/sweep.py)
 
-Four measurements, each for (a) ours, (b) ours with conditional requests off, (c) the baseline:
+Four measurements, each for (a) ours, (b) ours in a world whose ETags change on every read (no
+304s: a world setting of the fake, not a coordinator variant), (c) the baseline:
 1. counted API requests per coordinator-hour while queued, while executing and over a fallback
    sequence (plus totals, requests sent and 304s);
 2. deadline precision: queue deadline -> cancel, cancel -> confirmation -> next dispatch;
