@@ -104,7 +104,9 @@ def load_figures(trial: Trial) -> dict[str, Any]:
     """What happened at one load: outcomes, leftovers, waits, lateness, requests, peaks."""
     records = trial.records
     left = [r for r in records if r.children_left]
-    lateness = precision(records).cancel_lateness
+    # a cancel before the deadline is an error's cleanup, not a deadline kept late
+    cancels = precision(records).cancel_lateness
+    lateness = [late for late in cancels if late >= 0]
     totals = ledger_totals(e for r in records for e in r.entries)
     limits = [e.limit for r in records for e in r.entries if e.limit]
     waits = [admission_waits(r) for r in records]
@@ -127,6 +129,7 @@ def load_figures(trial: Trial) -> dict[str, Any]:
         "admission_waits": None if None in waits else sum(w or 0 for w in waits),
         "worst_deadline_lateness_s": max(lateness) if lateness else None,
         "deadlines_measured": len(lateness),
+        "cancels_before_deadline": len(cancels) - len(lateness),
         "sent": totals.sent,
         "counted": totals.counted,
         "not_modified": totals.not_modified,
@@ -233,7 +236,7 @@ _COLUMNS: tuple[tuple[str, int, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("left@end", 9, lambda r: r["children_non_terminal_at_end"]),
     ("t/o", 4, lambda r: r["job_timeouts"]),
     ("adm", 4, lambda r: r["admission_waits"]),
-    ("late s", 7, lambda r: r["worst_deadline_lateness_s"]),
+    ("late s", 8, lambda r: r["worst_deadline_lateness_s"]),
     ("sent", 7, lambda r: r["sent"]),
     ("counted", 8, lambda r: r["counted"]),
     ("403/429 p+s", 12, lambda r: f"{r['primary_limited']}+{r['secondary_limited']}"),

@@ -280,6 +280,8 @@ def test_sweep_requests_add_up(sweep):
         assert 1 <= row["peak_points_per_minute"] <= 5 * row["sent"]
         if row["worst_deadline_lateness_s"] is not None:
             assert row["deadlines_measured"] >= 1
+            assert row["worst_deadline_lateness_s"] >= 0  # early cancels are counted apart
+        assert row["cancels_before_deadline"] >= 0
 
 
 def test_sweep_table_shows_each_load(sweep):
