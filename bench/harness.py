@@ -2,13 +2,25 @@
 
 Every figure comes from the fake GitHub's request ledger and run history, never from the
 coordinators' own logs or counters: the same source for ours and for the baseline.
+
+A variant names a coordinator and a world: "ours" and "baseline" run in a world whose ETags hold
+while a resource is unchanged; "ours-no-etag" is our coordinator (conditional requests on, as
+always) in a world where ETags change on every read, so no read is ever answered 304.
+
+With `jobs` (a `JobLimits`), each coordinator runs as the runner runs a job: its main step is
+cancelled at the job's `timeout-minutes` (SIGINT, then killed 10 s later), and its post step
+(`cleanup`, through `cli.main` as the runner calls it) runs after the main step, cut off 5 minutes
+after the job's cancellation. Signals arrive at a step's next wait (a request takes `latency`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import inspect
 import io
 import json
 import math
+import random
 import tempfile
 import threading
 import time
@@ -18,17 +30,27 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from bench.baseline import OriginalCoordinator
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback import cli
+from runner_queue_fallback.clock import Clock, FakeClock
 from runner_queue_fallback.coordinator import Coordinator, Result
+from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.inputs import (
+    CoordinatorInputs,
+    RunContext,
+    read_coordinator_inputs,
+    read_run_context,
+)
+from runner_queue_fallback.plan import Plan, make_plan
 from runner_queue_fallback.profiles import Profile, load_profiles
 from runner_queue_fallback.report import Reporter
 from runner_queue_fallback.sim import (
+    ETagPolicy,
     FakeGitHub,
     LedgerEntry,
     Reply,
     RunHistory,
+    SecondaryLimits,
     Timings,
     VirtualClock,
 )
@@ -36,7 +58,9 @@ from runner_queue_fallback.sim.model import Workload
 from runner_queue_fallback.sim.world import QUOTA_WINDOW
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
+    capture_stdout,
     coordinator_environ,
+    read_key_values,
     standard_world,
     with_defaults,
 )
@@ -48,23 +72,127 @@ __all__ = [
     "ChildTimeline",
     "CoordinatorRecord",
     "CoordinatorSpec",
+    "JobLimits",
     "LedgerTotals",
     "PoolSpec",
     "Trial",
     "Variant",
+    "build_coordinator",
     "ledger_totals",
     "simulate",
 ]
 
 Variant = Literal["ours", "ours-no-etag", "baseline"]
-#: (a) ours with conditional requests, (b) ours without, (c) the original's polling policy.
+#: (a) ours, (b) ours where ETags change on every read (a world setting), (c) the original's
+#: polling policy (no conditional requests).
 VARIANTS: tuple[Variant, ...] = ("ours", "ours-no-etag", "baseline")
+#: The world each variant runs in: how its ETags behave.
+VARIANT_ETAGS: dict[Variant, ETagPolicy] = {
+    "ours": "stable",
+    "ours-no-etag": "every-read",
+    "baseline": "stable",
+}
 FOREVER = math.inf
 _FAR = 10.0**9  # "busy forever" as a finite interval end for the fake's pools
 _T = TypeVar("_T")
 RATE_LIMIT_STATUSES = frozenset({403, 429})  # no faults are injected: every 403/429 is a limit
-#: One coordinator of a lane: (start, index, its `run`, its client).
-_Job = tuple[float, int, Callable[[], Result], GitHubClient]
+#: The runner's signals to a cancelled step: SIGINT, SIGTERM 7.5 s later, killed 2.5 s after that.
+KILL_AFTER_SIGNAL_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class JobLimits:
+    """How the runner ends a coordinator's job: its `timeout-minutes`, and the post step's limit.
+
+    `timeout_minutes=None`: what `plan` says the job needs (the least a consumer may set and still
+    pass `lint`), plus `timeout_margin_minutes`.
+    """
+
+    timeout_minutes: float | None = None
+    timeout_margin_minutes: float = 0.0
+    #: GitHub ends a post step about 5 minutes after the job is cancelled (here: its timeout)
+    post_step_seconds: float = 300.0
+
+
+class StepKilled(BaseException):
+    """The runner killed the step (10 s after its signal, or at the post step's limit)."""
+
+
+class StepClock:
+    """The clock one step sees: the shared clock, with the runner's signal and kill at set times.
+
+    A sleep that reaches `signal_at` ends there with `Interrupted` (as SIGINT would); one that
+    reaches `kill_at` ends there with `StepKilled`. Everything else is the shared clock's.
+    """
+
+    def __init__(self, clock: VirtualClock, signal_at: float, kill_at: float) -> None:
+        """Deliver the signal at `signal_at` and kill at `kill_at` (virtual seconds)."""
+        self.clock = clock
+        self.signal_at = signal_at
+        self.kill_at = kill_at
+        self.signalled = False
+        self.killed = False
+
+    def monotonic(self) -> float:
+        """The shared clock's virtual seconds."""
+        return self.clock.monotonic()
+
+    def now(self) -> Any:
+        """The shared clock's wall-clock time."""
+        return self.clock.now()
+
+    def on_advance(self, listener: Callable[[], None]) -> None:
+        """As the shared clock."""
+        self.clock.on_advance(listener)
+
+    def advance(self, seconds: float) -> None:
+        """As the shared clock (request latency)."""
+        self.clock.advance(seconds)
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, unless the signal or the kill comes first: then sleep until it and raise."""
+        now = self.clock.monotonic()
+        if not self.signalled and now + seconds >= self.signal_at:
+            self.clock.sleep(max(0.0, self.signal_at - now))
+            self.signalled = True
+            raise Interrupted("SIGINT")
+        if now + seconds >= self.kill_at:
+            self.clock.sleep(max(0.0, self.kill_at - now))
+            self.killed = True
+            raise StepKilled
+        self.clock.sleep(seconds)
+
+
+@dataclass
+class JobOutcome:
+    """How the runner's side of one coordinator's job went (with `JobLimits` only)."""
+
+    timeout_minutes: float
+    deadline: float  # virtual seconds: the job's timeout
+    main_ended_at: float
+    timed_out: bool  # the main step was signalled at the job's timeout
+    main_killed: bool  # ...and did not exit within the 10 s before the kill
+    post_exit_code: int | None  # None: the post step was cut off
+    ended_at: float  # the post step's end: the whole job's
+
+
+@dataclass
+class _Job:
+    """One coordinator of a lane, ready to run."""
+
+    start: float
+    index: int
+    coordinator: Coordinator
+    client: GitHubClient
+    clock: StepClock | None  # with JobLimits: its main step's clock
+    environ: dict[str, str]
+    files: Path
+    limits: JobLimits | None
+    timeout_minutes: float
+    log: io.StringIO
+
+    def __lt__(self, other: _Job) -> bool:
+        return (self.start, self.index) < (other.start, other.index)
 
 
 @dataclass(frozen=True)
@@ -107,6 +235,7 @@ class CoordinatorSpec:
     start: float = 0.0  # virtual seconds
     execution_minutes: int = 90
     lane: int | None = None  # coordinators of one lane run one after another in one thread
+    seed: int = 0  # the coordinator's random source, where it takes one
 
 
 @dataclass
@@ -167,6 +296,19 @@ class CoordinatorRecord:
     client_stats: dict[str, int]
     entries: list[LedgerEntry] = field(default_factory=list)
     children: list[ChildTimeline] = field(default_factory=list)
+    job: JobOutcome | None = None  # with JobLimits: timeout and post step
+    log: str = ""  # what the main step printed
+
+    @property
+    def exited_at(self) -> float:
+        """When its job ended: after the post step with JobLimits, else the main step's end."""
+        return self.ended_at if self.job is None else self.job.ended_at
+
+    @property
+    def children_left(self) -> int:
+        """Children not completed when its job ended (post step included)."""
+        end = self.exited_at
+        return sum(1 for c in self.children if c.completed_at is None or c.completed_at > end)
 
     @property
     def totals(self) -> LedgerTotals:
@@ -260,28 +402,42 @@ def simulate(
     *,
     quota: int = 1000,
     latency: float = 0.25,
+    etags: ETagPolicy | None = None,
+    secondary: SecondaryLimits | None = None,
+    jobs: JobLimits | None = None,
 ) -> Trial:
-    """Run every spec's coordinator at once on one virtual clock in one repository."""
+    """Run every spec's coordinator at once on one virtual clock in one repository.
+
+    `etags` overrides the variant's world (`VARIANT_ETAGS`); `secondary` turns the fake's
+    secondary limits on; `jobs` runs each coordinator as a job (timeout, post step).
+    """
     clock = VirtualClock()
     world = TimedFakeGitHub(
-        clock, quota=quota, timings=Timings(latency=latency, timeout_minutes=1e5)
+        clock,
+        quota=quota,
+        timings=Timings(latency=latency, timeout_minutes=1e5),
+        etags=etags or VARIANT_ETAGS[variant],
+        secondary=secondary,
     )
     # The clock only builds a world when none is given; ours is a VirtualClock.
     standard_world(cast("FakeClock", clock), world)
     profiles = load_profiles()
     ends: list[float] = [0.0] * len(specs)
     starts: list[float] = [spec.start for spec in specs]
-    outcomes: list[tuple[Result, GitHubClient] | None] = [None] * len(specs)
+    outcomes: list[_Outcome | None] = [None] * len(specs)
     lanes: dict[object, list[_Job]] = {}
     with tempfile.TemporaryDirectory(prefix="rqf-bench-") as tmp:  # GITHUB_OUTPUT etc.
         for index, spec in enumerate(specs):
-            environ = _environ(world, spec, index, variant=variant, files=Path(tmp))
+            files = Path(tmp) / f"{index:05d}"
+            files.mkdir()
+            environ = _environ(world, spec, index, variant=variant, files=files)
             key = ("lane", spec.lane) if spec.lane is not None else ("own", index)
-            run, client = _coordinator(variant, world, clock, environ, profiles)
-            lanes.setdefault(key, []).append((spec.start, index, run, client))
+            lanes.setdefault(key, []).append(
+                _job(variant, world, clock, spec, index, environ, files, profiles, jobs)
+            )
         participants = [
-            _lane(clock, sorted(jobs), outcomes=outcomes, starts=starts, ends=ends)
-            for jobs in lanes.values()
+            _lane(clock, world, sorted(lane), outcomes=outcomes, starts=starts, ends=ends)
+            for lane in lanes.values()
         ]
         cpu = time.process_time()
         clock.run_all(participants)
@@ -300,22 +456,77 @@ def simulate(
     )
 
 
-def _coordinator(
+#: What a lane keeps of one coordinator: it, its client, the runner's side of its job, its log.
+_Outcome = tuple[Coordinator, GitHubClient, "JobOutcome | None", str]
+
+
+def build_coordinator(  # noqa: PLR0917 (the composition root's arguments, in its order)
+    kind: type[Coordinator],
+    inputs: CoordinatorInputs,
+    ctx: RunContext,
+    client: GitHubClient,
+    clock: Clock,
+    reporter: Reporter,
+    *,
+    seed: int,
+) -> Coordinator:
+    """Build one coordinator as the composition root does; the bench's only wiring of it.
+
+    INTEGRATION HOOK (issue 14): a coordinator that takes an injected random source (for the
+    admission wait's spread) gets `random.Random(seed)` under whichever of these keywords its
+    constructor accepts, so each bench coordinator is seeded and every run repeats exactly.
+    """
+    keyword = next((k for k in _RANDOM_KEYWORDS if k in inspect.signature(kind).parameters), None)
+    extra: dict[str, Any] = {} if keyword is None else {keyword: random.Random(seed)}
+    return kind(inputs, ctx, client, clock, reporter, **extra)
+
+
+#: Keywords a coordinator may use for its injected random source (see `build_coordinator`).
+_RANDOM_KEYWORDS = ("rng", "random", "randomness", "spread_random")
+
+
+def job_timeout_minutes(plan: Plan, limits: JobLimits) -> float:
+    """The job's `timeout-minutes`: as set, or what `plan` says the job needs plus the margin.
+
+    INTEGRATION HOOK (issue 14): once `plan` reports the possible extra time (admission timeout,
+    one reset wait) on its own line, a consumer who follows the README adds it; add it here too.
+    """
+    if limits.timeout_minutes is not None:
+        return limits.timeout_minutes
+    return plan.timeout_minutes + limits.timeout_margin_minutes
+
+
+def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
     variant: Variant,
     world: FakeGitHub,
     clock: VirtualClock,
-    environ: Mapping[str, str],
+    spec: CoordinatorSpec,
+    index: int,
+    environ: dict[str, str],
+    files: Path,
     profiles: Mapping[str, Profile],
-) -> tuple[Callable[[], Result], GitHubClient]:
-    """One coordinator of `variant` (ours, or the baseline's subclass) and its own client."""
+    limits: JobLimits | None,
+) -> _Job:
+    """One coordinator of `variant` (ours, or the baseline's subclass), its client and its job."""
     ctx = read_run_context(environ)
     inputs = read_coordinator_inputs(environ, profiles)
+    timeout = math.inf
+    step_clock: StepClock | None = None
+    if limits is not None:
+        timeout = job_timeout_minutes(make_plan(inputs.pools), limits)
+        step_clock = StepClock(clock, math.inf, math.inf)  # the times are set when it starts
     token = inputs.token.get_secret_value()
+    used: Clock = step_clock or clock
     client = GitHubClient(
-        world.session(), ctx.api_url, ctx.repository, token, clock, conditional=variant == "ours"
+        world.session(), ctx.api_url, ctx.repository, token, used, conditional=variant != "baseline"
     )
     kind = OriginalCoordinator if variant == "baseline" else Coordinator
-    return kind(inputs, ctx, client, clock, Reporter(io.StringIO())).run, client
+    log = io.StringIO()
+    reporter = Reporter(log, state_path=files / "state")
+    coordinator = build_coordinator(kind, inputs, ctx, client, used, reporter, seed=spec.seed)
+    return _Job(
+        spec.start, index, coordinator, client, step_clock, environ, files, limits, timeout, log
+    )
 
 
 def _environ(
@@ -355,7 +566,7 @@ def _records(
     world: FakeGitHub,
     specs: Sequence[CoordinatorSpec],
     variant: Variant,
-    outcomes: Sequence[tuple[Result, GitHubClient] | None],
+    outcomes: Sequence[_Outcome | None],
     *,
     starts: Sequence[float],
     ends: Sequence[float],
@@ -387,25 +598,65 @@ def _records(
 
 def _lane(
     clock: VirtualClock,
+    world: FakeGitHub,
     jobs: Sequence[_Job],
     *,
-    outcomes: list[tuple[Result, GitHubClient] | None],
+    outcomes: list[_Outcome | None],
     starts: list[float],
     ends: list[float],
 ) -> Callable[[], None]:
     """One participant: its coordinators in start order, each waiting for its start time."""
 
     def body() -> None:
-        for start, index, runner, client in jobs:
-            if start > clock.monotonic():
-                clock.sleep(start - clock.monotonic())
+        for job in jobs:
+            if job.start > clock.monotonic():
+                clock.sleep(job.start - clock.monotonic())
+            index = job.index
             starts[index] = clock.monotonic()  # later than planned if the lane ran late
+            outcome: JobOutcome | None = None
             try:
-                outcomes[index] = (runner(), client)
+                if job.clock is None:
+                    job.coordinator.run()
+                else:
+                    outcome = _run_job(job, clock, world)
             finally:
-                ends[index] = clock.monotonic()
+                ends[index] = clock.monotonic() if outcome is None else outcome.main_ended_at
+                outcomes[index] = (job.coordinator, job.client, outcome, job.log.getvalue())
 
     return body
+
+
+def _run_job(job: _Job, clock: VirtualClock, world: FakeGitHub) -> JobOutcome:
+    """The main step until it exits or the job's timeout ends it, then the post step."""
+    assert job.clock is not None
+    assert job.limits is not None
+    deadline = clock.monotonic() + job.timeout_minutes * 60
+    job.clock.signal_at, job.clock.kill_at = deadline, deadline + KILL_AFTER_SIGNAL_SECONDS
+    with contextlib.suppress(StepKilled):  # killed: its result is what it had recorded so far
+        job.coordinator.run()
+    main_ended = clock.monotonic()
+    cut_off = deadline + job.limits.post_step_seconds
+    post_clock = StepClock(clock, cut_off, cut_off + KILL_AFTER_SIGNAL_SECONDS)
+    state = read_key_values(job.files / "state")
+    post_env = {**job.environ, **{f"STATE_{k}": v for k, v in state.items()}}
+    post_exit: int | None = None
+    if clock.monotonic() < cut_off:
+        with capture_stdout(io.StringIO()):
+            try:
+                post_exit = cli.main(
+                    ["cleanup"], post_env, clock=post_clock, session=world.session()
+                )
+            except (Interrupted, StepKilled):
+                post_exit = None
+    return JobOutcome(
+        timeout_minutes=job.timeout_minutes,
+        deadline=deadline,
+        main_ended_at=main_ended,
+        timed_out=job.clock.signalled,
+        main_killed=job.clock.killed,
+        post_exit_code=post_exit,
+        ended_at=clock.monotonic(),
+    )
 
 
 def _record(
@@ -414,12 +665,13 @@ def _record(
     *,
     variant: Variant,
     world: FakeGitHub,
-    outcome: tuple[Result, GitHubClient],
+    outcome: _Outcome,
     entries: list[LedgerEntry],
     started_at: float,
     ended_at: float,
 ) -> CoordinatorRecord:
-    result, client = outcome
+    coordinator, client, job, log = outcome
+    result: Result = coordinator.result
     parent = PARENT_RUN_ID + index
     cleanup = result.cleanup
     error = result.error
@@ -443,6 +695,8 @@ def _record(
             "retries": stats.retries,
         },
         entries=entries,
+        job=job,
+        log=log,
     )
     minutes = {p.labels: p.queue_minutes for p in spec.pools}
     kids = sorted(

@@ -1,9 +1,11 @@
-"""The benchmark: ours (with and without conditional requests) against the original's polling policy.
+"""The benchmark: ours (ETags that hold, ETags that change on every read) against the original's polling.
 
     .venv/bin/python -m bench            # full run (a few minutes), table on stdout, JSON in bench/results/
     .venv/bin/python -m bench --quick    # seconds: short horizons, small N, a 100-request quota
+    .venv/bin/python -m bench --load-sweep [--quick]   # fixed loads, run as jobs (bench/sweep.py)
 
-Four measurements, each for (a) ours, (b) ours with conditional requests off, (c) the baseline:
+Four measurements, each for (a) ours, (b) ours in a world whose ETags change on every read (no
+304s: a world setting of the fake, not a coordinator variant), (c) the baseline:
 1. counted API requests per coordinator-hour while queued, while executing and over a fallback
    sequence (plus totals, requests sent and 304s);
 2. deadline precision: queue deadline -> cancel, cancel -> confirmation -> next dispatch;
@@ -355,15 +357,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the bench, print the table, write the JSON."""
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="short horizons, small N (seconds)")
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON path ({DEFAULT_OUT})")
+    parser.add_argument("--out", type=Path, default=None, help=f"JSON path ({DEFAULT_OUT})")
     parser.add_argument("--latency", type=float, default=0.25, help="virtual seconds per reply")
     parser.add_argument("--max-n", type=int, default=None, help="largest N the search may try")
+    parser.add_argument(
+        "--load-sweep",
+        action="store_true",
+        help="the load sweep instead (bench/sweep.py; JSON in bench/results/sweep.json)",
+    )
     args = parser.parse_args(argv)
+    if args.load_sweep:
+        return _load_sweep(args)
     settings = Settings.make(quick=args.quick, latency=args.latency, max_n=args.max_n)
     results = run_bench(settings, log=lambda line: print(line, flush=True))
     print()
     print(render(results))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
-    print(f"\nJSON: {args.out}")
+    out: Path = args.out or DEFAULT_OUT
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"\nJSON: {out}")
+    return 0
+
+
+def _load_sweep(args: argparse.Namespace) -> int:
+    """`--load-sweep`: the realistic mix at fixed loads, as jobs (bench/sweep.py)."""
+    from bench import sweep  # noqa: PLC0415 (sweep builds on this module: a cycle)
+
+    settings = sweep.SweepSettings.make(quick=args.quick, latency=args.latency)
+    print("load sweep (realistic mix at fixed loads; every coordinator run as a job):", flush=True)
+    results = sweep.run_sweep(settings, log=lambda line: print(line, flush=True))
+    print()
+    print(sweep.render_sweep(results))
+    out: Path = args.out or sweep.DEFAULT_SWEEP_OUT
+    sweep.write_sweep(results, out)
+    print(f"\nJSON: {out}")
     return 0

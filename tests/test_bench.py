@@ -6,17 +6,45 @@ import contextlib
 import io
 import json
 import math
+import random
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from bench.baseline import OriginalCoordinator
-from bench.harness import VARIANTS
+from bench.harness import (
+    FOREVER,
+    KILL_AFTER_SIGNAL_SECONDS,
+    VARIANTS,
+    CoordinatorSpec,
+    JobLimits,
+    PoolSpec,
+    StepClock,
+    StepKilled,
+    build_coordinator,
+    simulate,
+)
 from bench.metrics import ENDPOINTS, PHASES
 from bench.report import FIGURES
-from bench.run import main
+from bench.run import Settings, main
+from bench.sweep import (
+    SweepSettings,
+    admission_waits,
+    load_figures,
+    peak_points_per_minute,
+    render_sweep,
+    run_sweep,
+)
+from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.coordinator import Coordinator
+from runner_queue_fallback.errors import Interrupted
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.sim import LedgerEntry, VirtualClock
+from runner_queue_fallback.simulation import coordinator_environ, standard_world, with_defaults
 
 SCENARIOS = ("queued", "executing", "fallback", "deadlines")
 
@@ -188,3 +216,197 @@ def test_the_baseline_notices_a_deadline_at_the_next_minute_poll(bench):
     # at most a minute (the next poll) plus its four reads and the fresh read
     assert all(0 <= value <= 60 + 5 * 0.25 + 1 for value in late)
     assert max(late) > 5, "the original does not aim a poll at the deadline"
+
+
+# -- the load sweep (tiny loads: counts, not timings) -----------------------------------------
+
+CPU16 = "linux-amd64-cpu16"
+
+
+@pytest.fixture(scope="module")
+def sweep() -> dict[str, Any]:
+    settings = SweepSettings(
+        quick=True,
+        ours=(2, 5),
+        baseline=(1,),
+        mix=Settings.make(quick=True, latency=0.25, max_n=None),
+    )
+    return run_sweep(settings, log=lambda _line: None)
+
+
+def sweep_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    return [row for rows in results["tables"].values() for row in rows]
+
+
+def test_the_sweep_runs_every_load_in_both_etag_worlds(sweep):
+    assert list(sweep["tables"]) == ["stable", "every-read"]
+    for etags, rows in sweep["tables"].items():
+        assert [(r["coordinator"], r["lanes"]) for r in rows] == [
+            ("ours", 2),
+            ("ours", 5),
+            ("baseline", 1),
+        ]
+        assert {r["etags"] for r in rows} == {etags}
+    for row in sweep["tables"]["every-read"]:
+        assert row["not_modified"] == 0, "no 304 where ETags change on every read"
+
+
+def test_every_coordinator_is_counted_once(sweep):
+    generations = sweep["settings"]["mix"]["generations"]
+    for row in sweep_rows(sweep):
+        assert row["coordinators"] == row["lanes"] * generations
+        outcomes = (
+            row["ended_well"]
+            + row["failed_clean"]
+            + row["failed_child_left"]
+            + row["ended_well_child_left"]
+        )
+        assert outcomes == row["coordinators"]
+        assert sum(row["errors_by_type"].values()) == row["failed_clean"] + row["failed_child_left"]
+        left = row["failed_child_left"] + row["ended_well_child_left"]
+        assert left <= row["children_left_at_exit"] <= row["children"]
+        assert row["children_non_terminal_at_end"] <= row["children_left_at_exit"]
+        assert row["job_timeouts"] <= row["coordinators"]
+        assert row["admission_waits"] == 0  # today's coordinator has no admission
+
+
+def test_sweep_requests_add_up(sweep):
+    quota = sweep["settings"]["mix"]["quota"]
+    for row in sweep_rows(sweep):
+        refused = row["primary_limited"] + row["secondary_limited"]
+        assert row["sent"] == row["counted"] + row["not_modified"] + refused
+        assert row["peak_counted_in_quota_window"] <= min(quota, row["counted"])
+        # points: 1 a GET, 5 a POST; a minute holds at least one request and at most all of them
+        assert 1 <= row["peak_points_per_minute"] <= 5 * row["sent"]
+        if row["worst_deadline_lateness_s"] is not None:
+            assert row["deadlines_measured"] >= 1
+            assert row["worst_deadline_lateness_s"] >= 0  # early cancels are counted apart
+        assert row["cancels_before_deadline"] >= 0
+
+
+def test_sweep_table_shows_each_load(sweep):
+    printed = render_sweep(sweep)
+    assert "ETags hold while a resource is unchanged:" in printed
+    assert "ETags change on every read (no 304s):" in printed
+    header = next(line for line in printed.splitlines() if "coordinator" in line)
+    for column in ("well", "clean", "+child", "left@end", "adm", "late s", "sent", "pts/min"):
+        assert column in header
+    assert printed.count("    ours     2    ") == 2
+
+
+def test_load_sweep_command_writes_json(tmp_path, monkeypatch):
+    tiny = SweepSettings(
+        quick=True,
+        ours=(1,),
+        baseline=(),
+        mix=Settings.make(quick=True, latency=0.25, max_n=None),
+        etag_worlds=("stable",),
+    )
+    monkeypatch.setattr(SweepSettings, "make", classmethod(lambda _cls, **_kw: tiny))
+    out = tmp_path / "sweep.json"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["--load-sweep", "--quick", "--out", str(out)]) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["tables"]["stable"][0]["coordinators"] == 2
+    assert "ETags hold while a resource is unchanged:" in printed.getvalue()
+
+
+def queued_for(minutes: float) -> CoordinatorSpec:
+    return CoordinatorSpec("queued", (PoolSpec(CPU16, minutes, busy_for=FOREVER),), 0.0, 5)
+
+
+def test_a_coordinator_killed_by_its_job_timeout_runs_its_post_step():
+    trial = simulate("ours", [queued_for(30)], jobs=JobLimits(timeout_minutes=4))
+    (record,) = trial.records
+    job = record.job
+    assert job is not None
+    assert job.timed_out
+    assert not record.success
+    assert job.deadline == pytest.approx(240.0)
+    assert job.deadline <= job.main_ended_at <= job.deadline + KILL_AFTER_SIGNAL_SECONDS
+    assert job.post_exit_code == 0  # the post step confirmed the child over
+    assert job.ended_at <= job.deadline + JobLimits().post_step_seconds
+    assert record.children_left == 0
+    figures = load_figures(trial)
+    assert figures["job_timeouts"] == 1
+    assert figures["post_steps_cut_off"] == 0
+
+
+def test_a_post_step_past_its_limit_is_cut_off():
+    trial = simulate(
+        "ours", [queued_for(30)], jobs=JobLimits(timeout_minutes=4, post_step_seconds=0)
+    )
+    (record,) = trial.records
+    assert record.job is not None
+    assert record.job.post_exit_code is None
+    assert load_figures(trial)["post_steps_cut_off"] == 1
+
+
+def test_the_job_timeout_is_what_plan_computes_unless_set():
+    (record,) = simulate("ours", [queued_for(1)], jobs=JobLimits(timeout_margin_minutes=1)).records
+    assert record.job is not None
+    # one 1-minute queue, a 5-minute execution timeout, 4 minutes of windows, 2 of parent grace
+    assert record.job.timeout_minutes == 1 + 5 + 4 + 2 + 1
+    assert not record.job.timed_out
+
+
+def test_step_clock_signals_then_kills():
+    clock = VirtualClock()
+    step = StepClock(clock, signal_at=10.0, kill_at=20.0)
+    step.sleep(4.0)
+    with pytest.raises(Interrupted):
+        step.sleep(60.0)
+    assert clock.monotonic() == 10.0
+    step.sleep(5.0)  # the signal comes once
+    with pytest.raises(StepKilled):
+        step.sleep(60.0)
+    assert clock.monotonic() == 20.0
+    assert step.signalled
+    assert step.killed
+
+
+def test_peak_points_per_minute_slides_over_the_ledger():
+    def entry(seq: int, at: float, points: int) -> LedgerEntry:
+        return LedgerEntry(
+            seq, at, "GET", "/x", "", 200, counted=True, client=0, request_id="id", points=points
+        )
+
+    ledger = [entry(1, 0.0, 5), entry(2, 30.0, 1), entry(3, 59.0, 1), entry(4, 60.0, 5)]
+    assert peak_points_per_minute(ledger) == 7  # 1 + 1 + 5 in [0.0, 60.0): the first has left
+    assert peak_points_per_minute([]) == 0
+
+
+def test_build_coordinator_seeds_a_random_source_where_one_is_taken():
+    seen: list[random.Random] = []
+
+    class Seeded(Coordinator):
+        def __init__(self, *args: Any, rng: random.Random, **kwargs: Any) -> None:
+            seen.append(rng)
+            super().__init__(*args, **kwargs)
+
+    clock = VirtualClock()
+    world, _ = standard_world(cast("FakeClock", clock))
+    inputs = read_coordinator_inputs(
+        {"INPUT_RUNNER-TYPE": "cpu", "INPUT_TOKEN": "t", **_workflow_inputs(world)},
+        load_profiles(),
+    )
+    ctx = read_run_context(coordinator_environ(world, {}, Path("/nonexistent")))
+    client = GitHubClient(world.session(), ctx.api_url, ctx.repository, "t", clock)
+    reporter = Reporter(io.StringIO())
+    built = build_coordinator(Seeded, inputs, ctx, client, clock, reporter, seed=7)
+    assert isinstance(built, Seeded)
+    assert seen[0].random() == random.Random(7).random()
+    plain = build_coordinator(Coordinator, inputs, ctx, client, clock, reporter, seed=7)
+    assert type(plain) is Coordinator
+
+
+def _workflow_inputs(world: Any) -> dict[str, str]:
+    return {f"INPUT_{k.upper()}": v for k, v in with_defaults(world, {}).items()}
+
+
+def test_admission_waits_are_counted_from_the_log():
+    record = simulate("ours", [queued_for(1)]).records[0]
+    assert admission_waits(record) == 0
+    record.log = "Waiting for admission: 12 requests left\nwaiting for Admission again\n"
+    assert admission_waits(record) == 2

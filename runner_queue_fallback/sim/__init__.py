@@ -12,6 +12,7 @@ from runner_queue_fallback.sim.actions import (
     WorkerHook,
 )
 from runner_queue_fallback.sim.faults import FAULT_KINDS, Fault, FaultKind, FaultPlan
+from runner_queue_fallback.sim.limits import SecondaryLimits, SecondaryMeter
 from runner_queue_fallback.sim.model import (
     DEFAULT_TIMINGS,
     FakeJob,
@@ -27,13 +28,14 @@ from runner_queue_fallback.sim.reply import LedgerEntry, Reply
 from runner_queue_fallback.sim.scenario import Event, ParentSpec, PoolSpec, Scenario, WorkflowSpec
 from runner_queue_fallback.sim.transport import LoopbackServer, SimAdapter
 from runner_queue_fallback.sim.vclock import VirtualClock
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.sim.world import ETagPolicy, FakeGitHub, RateLimitStatus
 
 __all__ = [
     "CHILD_INPUTS",
     "DEFAULT_TIMINGS",
     "FAULT_KINDS",
     "DispatchRefused",
+    "ETagPolicy",
     "Event",
     "FakeGitHub",
     "FakeJob",
@@ -47,9 +49,12 @@ __all__ = [
     "Pool",
     "PoolKey",
     "PoolSpec",
+    "RateLimitStatus",
     "Reply",
     "RunHistory",
     "Scenario",
+    "SecondaryLimits",
+    "SecondaryMeter",
     "SimAdapter",
     "Timings",
     "VirtualClock",

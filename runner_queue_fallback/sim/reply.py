@@ -37,3 +37,5 @@ class LedgerEntry:
     client: int | None  # None: no Authorization header
     request_id: str
     fault: str | None = None  # the injected fault kind, if any
+    points: int = 0  # charged against the secondary limits (0 when they are off)
+    limit: str | None = None  # "primary" or "secondary": the rate limit that refused it

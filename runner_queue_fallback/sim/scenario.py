@@ -31,8 +31,9 @@ from pydantic import ConfigDict, TypeAdapter
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.sim.actions import CHILD_INPUTS, WorkerHook
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
+from runner_queue_fallback.sim.limits import SecondaryLimits
 from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.sim.world import ETagPolicy, FakeGitHub, RateLimitStatus
 
 __all__ = ["Event", "ParentSpec", "PoolSpec", "Scenario", "WorkflowSpec"]
 
@@ -118,6 +119,12 @@ class Scenario:
     path_with_ref: bool = False
     #: a job cancelled before it got a runner shows `runner_id: 0`, `runner_name: ""`
     unassigned_runner_as_zero: bool = False
+    #: how a rate-limit refusal is answered (GitHub documents 403 and 429)
+    rate_limit_status: RateLimitStatus = 403
+    #: the secondary limits (see sim/limits.py), or None: off
+    secondary: SecondaryLimits | None = None
+    #: "every-read": every reply has a new ETag, so no conditional request is answered 304
+    etags: ETagPolicy = "stable"
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
@@ -153,6 +160,9 @@ class Scenario:
             quota=self.quota,
             path_with_ref=self.path_with_ref,
             unassigned_runner_as_zero=self.unassigned_runner_as_zero,
+            rate_limit_status=self.rate_limit_status,
+            secondary=self.secondary,
+            etags=self.etags,
         )
         for wf in self.workflows:
             world.add_workflow(

@@ -4,6 +4,15 @@ Every adapter (a `requests` transport, `responses` callbacks, a loopback HTTP se
 `FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`. A request is served as the
 API version it asks for: 2022-11-28 without `X-GitHub-Api-Version` (dispatch answers 204), 400 for
 a version GitHub does not have.
+
+Rate limits, as GitHub documents them: the primary quota is one hourly window per repository
+(`quota` requests; a 304 is free), refused with `rate_limit_status` (403 or 429: GitHub uses both
+and says nothing about when) and `x-ratelimit-remaining: 0`; the secondary limits (`secondary`,
+off unless given; their assumptions are in `sim/limits.py`) are refused with the same status, the
+secondary-limit message and `retry-after`. `GET /rate_limit` is free against the primary quota
+and answers even when it is spent. `etags="every-read"` gives every reply a new ETag, so that no
+conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
+ETag; this is the world where it does not).
 """
 
 from __future__ import annotations
@@ -16,12 +25,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.sim.actions import ActionsModel, DispatchRefused, WorkerHook
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
+from runner_queue_fallback.sim.limits import SecondaryLimits, SecondaryMeter
 from runner_queue_fallback.sim.model import DEFAULT_TIMINGS, FakeRun, Timings, Workload
 from runner_queue_fallback.sim.render import Renderer, error
 from runner_queue_fallback.sim.reply import LedgerEntry, Reply
@@ -30,7 +40,12 @@ if TYPE_CHECKING:
     import requests
     import responses
 
-__all__ = ["FakeGitHub"]
+__all__ = ["ETagPolicy", "FakeGitHub", "RateLimitStatus"]
+
+#: How a rate-limit refusal is answered: GitHub documents both 403 and 429.
+RateLimitStatus = Literal[403, 429]
+#: "stable": an unchanged resource keeps its ETag; "every-read": each reply has a new one.
+ETagPolicy = Literal["stable", "every-read"]
 
 RATE_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
 SECONDARY_MESSAGE = (
@@ -57,6 +72,8 @@ _ROUTES: list[_Route] = [
 ]
 
 _Served = tuple[int, Any]  # status and JSON body
+#: What `_serve` hands back: the reply, counted against the quota, the fault, the limit that refused.
+_Outcome = tuple[Reply, bool, str | None, str | None]
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,9 @@ class FakeGitHub(ActionsModel):
         worker_token: str = "ghs_worker_token",  # noqa: S107 (a fake token the guard is handed)
         default_branch: str = "main",
         unassigned_runner_as_zero: bool = False,
+        rate_limit_status: RateLimitStatus = 403,
+        secondary: SecondaryLimits | None = None,
+        etags: ETagPolicy = "stable",
     ) -> None:
         """Build an empty repository; add refs, workflows, pools and the parent run next."""
         super().__init__(
@@ -111,6 +131,9 @@ class FakeGitHub(ActionsModel):
         )
         self.faults = faults or FaultPlan()
         self.quota = quota
+        self.rate_limit_status: RateLimitStatus = rate_limit_status
+        self.secondary = None if secondary is None else SecondaryMeter(secondary)
+        self.etags: ETagPolicy = etags
         self.path_with_ref = path_with_ref
         self.ledger: list[LedgerEntry] = []
         epoch = clock.now() - timedelta(seconds=clock.monotonic())
@@ -175,7 +198,13 @@ class FakeGitHub(ActionsModel):
                 request_id=f"5100:{self._seq:05X}:{self._seq * 7919 % 65536:04X}",
                 version=lowered.get("x-github-api-version", DEFAULT_API_VERSION).strip(),
             )
-            reply, counted, fault = self._serve(request)
+            points = self._charge(request)
+            outcome: _Outcome
+            if points is None:  # over a secondary limit: refused before anything else
+                outcome, points = (self._secondary_limit(request), False, None, "secondary"), 0
+            else:
+                outcome = self._serve(request)
+            reply, counted, fault, limit = outcome
             self.ledger.append(
                 LedgerEntry(
                     seq=self._seq,
@@ -188,6 +217,8 @@ class FakeGitHub(ActionsModel):
                     client=request.client,
                     request_id=request.request_id,
                     fault=fault,
+                    points=points,
+                    limit=limit,
                 )
             )
         if self.timings.latency > 0:
@@ -202,38 +233,57 @@ class FakeGitHub(ActionsModel):
         digest = hashlib.sha256(token.encode()).hexdigest()
         return self._clients.setdefault(digest, len(self._clients))
 
-    def _serve(self, request: _Request) -> tuple[Reply, bool, str | None]:  # noqa: PLR0911 (one return per way a request ends)
+    def _charge(self, request: _Request) -> int | None:
+        """Secondary-limit points for `request`, booked; None when a secondary limit refuses it."""
+        if self.secondary is None or request.client is None:
+            return 0
+        now = self.now()
+        if self.secondary.refuse(now, request.method) is not None:
+            return None
+        return self.secondary.charge(now, request.method, now + max(0.0, self.timings.latency))
+
+    def _serve(self, request: _Request) -> _Outcome:  # noqa: PLR0911 (one return per way a request ends)
         if request.client is None:
-            return self._reply(401, error("Requires authentication", 401), request), False, None
+            reply = self._reply(401, error("Requires authentication", 401), request)
+            return reply, False, None, None
+        if request.method == "GET" and request.path == "/rate_limit":
+            return self._reply(200, self._rate_limit_body(request), request), False, None, None
         if self._quota_used() >= self.quota:
-            return self._primary_limit(request, self._quota_reset()), False, None
+            reply = self._primary_limit(request, self._quota_reset(), self.rate_limit_status)
+            return reply, False, None, "primary"
         if request.version not in API_VERSIONS:
             self._count()
             message = f"API version '{request.version}' is not a supported version."
-            return self._reply(400, error(message, 400), request), True, None
+            return self._reply(400, error(message, 400), request), True, None, None
         fault = self.faults.pick(request.method, request.path, self.now())
         if fault is not None and fault.kind in {"timeout", "connection"}:
-            return self._fault_reply(fault, request), False, fault.kind
+            return self._fault_reply(fault, request), False, fault.kind, None
         if fault is not None and fault.kind != "lost_reply":
             self._count()
-            return self._fault_reply(fault, request), True, fault.kind
+            limit = _FAULT_LIMITS.get(fault.kind)
+            return self._fault_reply(fault, request), True, fault.kind, limit
+        return self._routed(request, fault)
+
+    def _routed(self, request: _Request, fault: Fault | None) -> _Outcome:
+        """A request that reached its route: the reply (a 304 when its ETag still matches)."""
         self._link = ""
         status, payload = self._route(request)
         raw = b"" if payload is None else json.dumps(payload).encode()
-        etag = f'W/"{hashlib.sha256(raw).hexdigest()[:40]}"'
+        salt = f"#{self._seq}".encode() if self.etags == "every-read" else b""
+        etag = f'W/"{hashlib.sha256(raw + salt).hexdigest()[:40]}"'
         is_get = request.method == "GET" and status == 200
         if is_get and _etag_matches(request.headers.get("if-none-match"), etag):
-            return self._reply(304, None, request, etag=etag), False, None
+            return self._reply(304, None, request, etag=etag), False, None, None
         self._count()
         if fault is not None:  # lost_reply: it really happened, but the client never hears so
             lost = Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request)
-            return lost, True, fault.kind
+            return lost, True, fault.kind, None
         headers = self._headers(request, etag=etag if is_get else None)
         if self._link:
             headers["Link"] = self._link
         if status == 204:
             del headers["Content-Type"]  # no content, no type
-        return Reply(status, headers, raw), True, None
+        return Reply(status, headers, raw), True, None, None
 
     # --------------------------------------------------------------------- quota, replies
 
@@ -290,6 +340,35 @@ class FakeGitHub(ActionsModel):
         body = json.dumps(error(message, status, f"{RATE_DOCS}#about-primary-rate-limits"))
         return Reply(status, headers, body.encode())
 
+    def _secondary_limit(
+        self, request: _Request, status: int | None = None, retry_after: int | None = None
+    ) -> Reply:
+        """A secondary-limit refusal: the status, the message, and `retry-after` if known."""
+        status = status or self.rate_limit_status
+        message = SECONDARY_MESSAGE.format(request_id=request.request_id)
+        body = error(message, status, f"{RATE_DOCS}#about-secondary-rate-limits")
+        reply = self._reply(status, body, request)
+        if retry_after is None and self.secondary is not None:
+            retry_after = self.secondary.limits.retry_after
+        if retry_after is None:
+            return reply
+        return Reply(status, reply.headers | {"Retry-After": str(retry_after)}, reply.body)
+
+    def _rate_limit_body(self, request: _Request) -> dict[str, Any]:
+        """`GET /rate_limit`: the core quota (and search); 2022-11-28 repeats core as `rate`."""
+        used = self._quota_used()
+        core = {
+            "limit": self.quota,
+            "remaining": max(0, self.quota - used),
+            "reset": self._epoch(self._quota_reset()),
+            "used": used,
+        }
+        search = {"limit": 30, "remaining": 30, "reset": self._epoch(self.now() + 60), "used": 0}
+        body: dict[str, Any] = {"resources": {"core": core, "search": search}}
+        if request.version == "2022-11-28":
+            body["rate"] = core
+        return body
+
     def _bad_gateway(self, request: _Request) -> Reply:
         headers = self._headers(request) | {"Content-Type": "text/html"}
         return Reply(502, headers, b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
@@ -301,13 +380,7 @@ class FakeGitHub(ActionsModel):
         if kind == "primary_rate_limit":
             return self._primary_limit(request, self.now() + fault.retry_after, fault.status or 403)
         if kind == "secondary_rate_limit":
-            status = fault.status or 403
-            message = SECONDARY_MESSAGE.format(request_id=request.request_id)
-            body = error(message, status, f"{RATE_DOCS}#about-secondary-rate-limits")
-            reply = self._reply(status, body, request)
-            return Reply(
-                status, reply.headers | {"Retry-After": str(fault.retry_after)}, reply.body
-            )
+            return self._secondary_limit(request, fault.status or 403, fault.retry_after)
         if kind == "malformed":
             return Reply(200, self._headers(request), b'{"id": 1, "status": "queu')
         if kind == "unauthorized":
@@ -456,6 +529,9 @@ class FakeGitHub(ActionsModel):
         if wf is None:
             return 404, error("Not Found", 404)
         return 200, self.render.content_file(path, ref, wf)
+
+
+_FAULT_LIMITS = {"primary_rate_limit": "primary", "secondary_rate_limit": "secondary"}
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
