@@ -15,7 +15,15 @@ from dataclasses import dataclass, replace
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import GitHubError, GuardRefused, NotFound, SequenceError
+from runner_queue_fallback.errors import (
+    FIX_CHILD_PERMISSIONS,
+    GitHubError,
+    GuardRefused,
+    NotFound,
+    PermissionDenied,
+    SequenceError,
+    Unauthorized,
+)
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.inputs import GuardInputs, RunContext
@@ -159,7 +167,7 @@ class Guard:
             except GuardRefused as exc:
                 refusal = exc
             except GitHubError as exc:
-                refusal = GuardRefused(name, checks[name].expected, _text(exc), _API_ADVICE)
+                refusal = GuardRefused(name, checks[name].expected, *_api_failure(exc))
             if refusal is not None:
                 checks[name] = replace(checks[name], observed=refusal.observed, passed=False)
                 break
@@ -241,6 +249,13 @@ class Guard:
         if sha != self.inputs.source_sha:
             raise self._refuse(SOURCE, observed, _SOURCE_ADVICE)
         return observed
+
+
+def _api_failure(error: GitHubError) -> tuple[str, str]:
+    """What the guard observed, and the advice: a 403 names the child's permissions (its token)."""
+    if isinstance(error, PermissionDenied) and not isinstance(error, Unauthorized):
+        return error.reply, f"{_API_ADVICE} {FIX_CHILD_PERMISSIONS}"
+    return _text(error), _API_ADVICE
 
 
 def _text(error: Exception) -> str:
