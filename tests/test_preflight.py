@@ -20,6 +20,7 @@ from runner_queue_fallback.errors import (
     FIX_WORKFLOW_REF,
 )
 from runner_queue_fallback.inputs import CHILD_INPUTS, env_name
+from runner_queue_fallback.lint.model import Finding
 from runner_queue_fallback.preflight import LOW_QUOTA, UNVERIFIABLE_PERMISSION
 from runner_queue_fallback.sequence import dispatch
 from runner_queue_fallback.sequence.preflight import child_findings, is_blocking
@@ -173,8 +174,6 @@ def test_findings_that_do_not_block_are_warnings_and_the_dispatch_goes_ahead():
 )
 def test_which_rules_block(rule, message, blocks):
     """The rules whose breach makes the dispatch fail or unsafe block; the rest warn."""
-    from runner_queue_fallback.lint.model import Finding
-
     assert is_blocking(Finding(WORKER, 1, rule, "error", message, "fix")) is blocks
 
 
