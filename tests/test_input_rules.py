@@ -38,7 +38,7 @@ class NoNetwork:
     """A session that fails the test on any request: input errors make none."""
 
     def request(self, *args: object, **kwargs: object) -> object:
-        raise AssertionError(f"an API request was made: {args}")
+        raise AssertionError(f"an API request was made: {args} {kwargs}")
 
 
 def run(command: str, inputs: dict[str, str]) -> tuple[int, list[str]]:
