@@ -95,6 +95,19 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     lint.add_arguments(lint_parser)
     lint_parser.set_defaults(run=_run_lint)
+    preflight = commands.add_parser(
+        "preflight",
+        help="every read the coordinator makes before dispatching (token, refs, child file), no POST",
+        description=(
+            "Check a set-up without dispatching: the inputs as `coordinate` reads them (flags or "
+            "INPUT_*; the token only as INPUT_TOKEN), GITHUB_REPOSITORY (or --repository) and, "
+            "when set, GITHUB_RUN_ID for the parent run. Exit 0 when every check passes, 1 when "
+            "one fails, 2 on bad input."
+        ),
+    )
+    _add_input_flags(preflight)
+    preflight.add_argument("--repository", metavar="OWNER/NAME", help="default: GITHUB_REPOSITORY")
+    preflight.set_defaults(run=_run_preflight)
     coordinate = commands.add_parser(
         "coordinate", help="run the fallback sequence (the action's main step)"
     )
@@ -240,6 +253,24 @@ def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
         f"{stats.counted} counted against the rate limit"
     )
     return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _run_preflight(args: argparse.Namespace, ctx: Context) -> int:
+    """Every read of the coordinator before a dispatch; no POST."""
+    from runner_queue_fallback import preflight  # noqa: PLC0415  # loaded only for this command
+
+    environ = _inputs_environ(args, ctx.environ)
+    if args.repository:
+        environ["GITHUB_REPOSITORY"] = args.repository
+    reporter = ctx.reporter()
+    reporter.mask(environ.get(env_name("token"), "").strip())  # before anything can fail
+    inputs = read_coordinator_inputs(environ, load_profiles())
+    in_a_run = bool(environ.get("GITHUB_RUN_ID", "").strip())
+    run = read_run_context(environ, in_a_run=in_a_run)
+    clock = ctx.clock_factory()
+    client = _client(ctx, run, inputs.token.get_secret_value(), clock, reporter)
+    passed = preflight.run(inputs, run, client, reporter, in_a_run=in_a_run)
+    return EXIT_OK if passed else EXIT_FAILED
 
 
 def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:

@@ -9,7 +9,8 @@
     │   ├── DispatchAmbiguous     the dispatch POST may or may not have created a run
     │   └── GitHubAPIError        GitHub answered with an error status
     │       ├── NotFound              404
-    │       ├── PermissionDenied      401, or 403 that is not a rate limit
+    │       ├── PermissionDenied      403 that is not a rate limit
+    │       │   └── Unauthorized          401: the token is invalid or expired
     │       ├── RateLimited           403/429 primary or secondary rate limit
     │       ├── Conflict              409
     │       ├── Unprocessable         422
@@ -19,6 +20,8 @@
     └── UnexpectedError       any other exception, caught so that cleanup and the report still run
 
 Every message says what happened, why it usually happens and how to fix it. None carries the token.
+The fixes a user meets first are module-level constants (`FIX_*`, listed in `TROUBLESHOOTING`), so
+the README's list of messages can be compared with the program's.
 """
 
 from __future__ import annotations
@@ -26,7 +29,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 __all__ = [
+    "CHILD_FILE_NOT_FOUND",
+    "FIX_CHILD_FILE",
+    "FIX_CHILD_PERMISSIONS",
+    "FIX_COORDINATOR_PERMISSIONS",
+    "FIX_CREDENTIALS",
+    "FIX_DISPATCH_REFUSED",
+    "FIX_NOT_FOUND",
+    "FIX_WORKFLOW_REF",
     "TRANSIENT_ERRORS",
+    "TROUBLESHOOTING",
+    "WORKFLOW_REF_NOT_FOUND",
     "Conflict",
     "DeadlineExceeded",
     "DispatchAmbiguous",
@@ -43,9 +56,67 @@ __all__ = [
     "SequenceError",
     "ServerError",
     "TransportError",
+    "Unauthorized",
     "UnexpectedError",
     "Unprocessable",
 ]
+
+#: A 401: GitHub does not accept the token at all.
+FIX_CREDENTIALS = (
+    "Fix: the token is invalid or expired; leave `token` at its default `${{ github.token }}`, "
+    "or replace the token you pass with a valid one."
+)
+#: A 403 (not a rate limit) for a request of the coordinator or its post step.
+FIX_COORDINATOR_PERMISSIONS = (
+    "Fix: give the coordinator job `permissions: {actions: write, contents: read}` and use the "
+    "repository's own GITHUB_TOKEN (it only works for the repository the workflow runs in)."
+)
+#: A 403 (not a rate limit) for a request of the guard, which runs with the child's token.
+FIX_CHILD_PERMISSIONS = (
+    "Fix: give the child workflow (the worker job) `permissions: {actions: read, contents: read}`; "
+    "the guard reads its own run, the parent run and the source ref with the child's token."
+)
+#: A 404 for the child workflow file at workflow-ref.
+FIX_CHILD_FILE = (
+    "Fix: commit the child workflow as that file on that branch or tag, or correct the inputs "
+    "`workflow` and `workflow-ref`."
+)
+#: Neither refs/heads/<workflow-ref> nor refs/tags/<workflow-ref> exists.
+FIX_WORKFLOW_REF = (
+    "Fix: set `workflow-ref` to the branch or tag that holds the child workflow (usually the "
+    "default branch, e.g. main)."
+)
+#: A 404 for anything else (a run, a ref, a workflow).
+FIX_NOT_FOUND = (
+    "Fix: check the repository, the workflow file name and the ref; a private resource the "
+    "token cannot read also answers 404."
+)
+#: A 422 from the dispatch: GitHub refused the child's inputs or ref.
+FIX_DISPATCH_REFUSED = (
+    "Fix: the child workflow needs `on: workflow_dispatch` with exactly the seven inputs at "
+    "workflow-ref; run `runner-queue-fallback preflight` to see which rule it breaks."
+)
+
+CHILD_FILE_NOT_FOUND = (
+    "the child workflow file {path} was not found at workflow-ref {ref!r} (input `workflow` is "
+    "{workflow!r}, input `workflow-ref` is {ref!r}; GitHub said: {detail}). " + FIX_CHILD_FILE
+)
+WORKFLOW_REF_NOT_FOUND = (
+    "input `workflow-ref` is {ref!r}, which is neither a branch nor a tag of {repository}: "
+    "looked for refs/heads/{ref} and refs/tags/{ref}, and GitHub answered 404 for both. "
+    + FIX_WORKFLOW_REF
+)
+
+#: The fixes a user meets first, by the situation that produces them (README: "Messages").
+TROUBLESHOOTING = {
+    "401 Bad credentials": FIX_CREDENTIALS,
+    "403 for the coordinator": FIX_COORDINATOR_PERMISSIONS,
+    "403 for the guard": FIX_CHILD_PERMISSIONS,
+    "child workflow file not found": FIX_CHILD_FILE,
+    "workflow-ref neither branch nor tag": FIX_WORKFLOW_REF,
+    "other 404": FIX_NOT_FOUND,
+    "dispatch refused (422)": FIX_DISPATCH_REFUSED,
+}
 
 
 class RQFError(Exception):
@@ -135,7 +206,7 @@ class DispatchAmbiguous(GitHubError):
 class GitHubAPIError(GitHubError):
     """GitHub answered with an error status."""
 
-    hint = ""
+    hint = "Fix: GitHub's message says what it refused; correct that input or resource and rerun."
 
     def __init__(
         self,
@@ -156,35 +227,40 @@ class GitHubAPIError(GitHubError):
         self.attempts = attempts
         text = f"{method} {path} -> {status}: {message or 'no message'} (attempts: {attempts}"
         text += f", request id {request_id})" if request_id else ")"
+        #: what GitHub answered, without the hint: for a caller that knows a better fix
+        self.reply = text
         if self.hint:
             text += f". {self.hint}"
         super().__init__(text)
+
+    def with_fix(self, fix: str) -> str:
+        """GitHub's answer followed by `fix` instead of the general hint."""
+        return f"{self.reply}. {fix}"
 
 
 class NotFound(GitHubAPIError):
     """404: the run, ref, file or workflow does not exist, or the token cannot see it."""
 
-    hint = (
-        "Check the repository, the workflow file name and the ref; a private resource the token "
-        "cannot read also answers 404."
-    )
+    hint = FIX_NOT_FOUND
 
 
 class PermissionDenied(GitHubAPIError):
-    """401, or a 403 that is not a rate limit: never retried."""
+    """A 403 that is not a rate limit (and, as its subclass, 401): never retried."""
 
-    hint = (
-        "The token was refused. Give the coordinator job `permissions: {actions: write, "
-        "contents: read}` (the child needs `actions: read`), and use the repository's own "
-        "GITHUB_TOKEN: it only works for the repository the workflow runs in."
-    )
+    hint = FIX_COORDINATOR_PERMISSIONS
+
+
+class Unauthorized(PermissionDenied):
+    """401: the token itself is not accepted (invalid, expired or revoked)."""
+
+    hint = FIX_CREDENTIALS
 
 
 class RateLimited(GitHubAPIError):
     """403/429 because of GitHub's primary or secondary rate limit."""
 
     hint = (
-        "The repository's API quota is shared by every workflow using its GITHUB_TOKEN; run "
+        "Fix: the repository's API quota is shared by every workflow using its GITHUB_TOKEN; run "
         "fewer coordinators at once (strategy.max-parallel) or try again after the reset."
     )
 
@@ -216,20 +292,19 @@ class RateLimited(GitHubAPIError):
 class Conflict(GitHubAPIError):
     """409: for cancel, the run is already completed."""
 
+    hint = "Fix: the repository may be empty or the run already completed; check it on GitHub."
+
 
 class Unprocessable(GitHubAPIError):
     """422: GitHub refused the request as invalid."""
 
-    hint = (
-        "For a dispatch: the child workflow needs `on: workflow_dispatch` with the seven inputs, "
-        "must exist at workflow-ref, and workflow-ref must be a branch or tag."
-    )
+    hint = FIX_DISPATCH_REFUSED
 
 
 class ServerError(GitHubAPIError):
     """408 or 5xx: GitHub had a problem; retried a bounded number of times."""
 
-    hint = "GitHub had a temporary problem; see https://www.githubstatus.com."
+    hint = "Fix: GitHub had a temporary problem; see https://www.githubstatus.com and rerun."
 
 
 class SequenceError(RQFError):

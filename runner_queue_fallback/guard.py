@@ -23,7 +23,15 @@ from dataclasses import dataclass, replace
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import GitHubError, GuardRefused, NotFound, SequenceError
+from runner_queue_fallback.errors import (
+    FIX_CHILD_PERMISSIONS,
+    GitHubError,
+    GuardRefused,
+    NotFound,
+    PermissionDenied,
+    SequenceError,
+    Unauthorized,
+)
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.inputs import GuardInputs, RunContext
@@ -185,7 +193,7 @@ class Guard:
             except GuardRefused as exc:
                 refusal = exc
             except GitHubError as exc:
-                refusal = GuardRefused(name, checks[name].expected, _text(exc), _API_ADVICE)
+                refusal = GuardRefused(name, checks[name].expected, *_api_failure(exc))
             except Exception as exc:  # noqa: BLE001  # the guard fails closed, whatever happened
                 observed = f"unexpected {type(exc).__name__}: {_text(exc)}"
                 refusal = GuardRefused(name, checks[name].expected, observed, _UNEXPECTED_ADVICE)
@@ -314,6 +322,13 @@ def _workflow_file(run: WorkflowRun) -> str:
     if not marker or (head and not head.endswith("/")) or "/" in file:
         return ""
     return file
+
+
+def _api_failure(error: GitHubError) -> tuple[str, str]:
+    """What the guard observed, and the advice: a 403 names the child's permissions (its token)."""
+    if isinstance(error, PermissionDenied) and not isinstance(error, Unauthorized):
+        return error.reply.rstrip(". "), f"{_API_ADVICE} {FIX_CHILD_PERMISSIONS}"
+    return _text(error), _API_ADVICE
 
 
 def _text(error: Exception) -> str:

@@ -24,6 +24,7 @@ __all__ = [
     "COORDINATOR_INPUTS",
     "FULL_SHA",
     "GUARD_INPUTS",
+    "OTHER_RULES",
     "CoordinatorInputs",
     "GuardInputs",
     "InputErrors",
@@ -344,10 +345,30 @@ def _token(name: str, raw: str) -> SecretStr:
     return SecretStr(raw)
 
 
+_source_policy: Callable[[str, str], SourcePolicy] = _choice(("current", "pinned-after-start"))
+#: The rule of every coordinator input outside the pool settings. `coordinate` and `preflight`
+#: require them; `plan` and `simulate` check each one that is given by the same rule.
+OTHER_RULES: Mapping[str, Callable[[str, str], object]] = {
+    "workflow": _workflow,
+    "workflow-ref": _workflow_ref,
+    "source-ref": _source_ref,
+    "source-sha": _sha,
+    "workload": _workload,
+    "source-policy": _source_policy,
+    "token": _token,
+}
+
+
 def read_pool_settings(environ: Mapping[str, str], profiles: Mapping[str, Profile]) -> PoolSettings:
-    """Read runner-type, queue-policy, the deadlines and runners; resolve the candidate list."""
+    """Read runner-type, queue-policy, the deadlines and runners; resolve the candidate list.
+
+    Every other coordinator input that is given is checked by its own rule too (not required):
+    a command that needs only the pools accepts nothing that `coordinate` would refuse.
+    """
     reader = _Reader(environ)
     settings = _read_pools(reader, profiles)
+    for name, rule in OTHER_RULES.items():
+        reader.get(name, rule, None, required=False)
     reader.done()
     assert settings is not None  # noqa: S101  # done() raised if anything was missing
     return settings
@@ -400,9 +421,7 @@ def read_coordinator_inputs(
     source_sha = reader.get("source-sha", _sha, "", required=True)
     pools = _read_pools(reader, profiles)
     workload = reader.get("workload", _workload, "{}", required=False)
-    source_policy: SourcePolicy = reader.get(
-        "source-policy", _choice(("current", "pinned-after-start")), "current", required=False
-    )
+    source_policy = reader.get("source-policy", _source_policy, "current", required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
     reader.done()
     assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
@@ -441,9 +460,14 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     )
 
 
-def read_run_context(environ: Mapping[str, str]) -> RunContext:
-    """Read the run the step is in from the runner's GITHUB_* variables."""
+def read_run_context(environ: Mapping[str, str], *, in_a_run: bool = True) -> RunContext:
+    """Read the run the step is in from the runner's GITHUB_* variables.
+
+    `in_a_run=False` (preflight from a terminal): without GITHUB_RUN_ID the run id and attempt are 0.
+    """
     errors: list[InputError] = []
+    if not in_a_run and not environ.get("GITHUB_RUN_ID", "").strip():
+        environ = {**environ, "GITHUB_RUN_ID": "0", "GITHUB_RUN_ATTEMPT": "0"}
 
     def need(key: str, check: Callable[[str], bool], allowed: str) -> str:
         value = environ.get(key, "").strip()

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from runner_queue_fallback.clock import SystemClock
-from runner_queue_fallback.inputs import InputErrors, env_name, read_coordinator_inputs
+from runner_queue_fallback.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
 from runner_queue_fallback.scenarios import (
@@ -30,6 +30,7 @@ from runner_queue_fallback.scenarios import (
     CoordinatorSpec,
     load_catalogue,
 )
+from runner_queue_fallback.scenarios.predict import Unpredictable, predict
 from runner_queue_fallback.sim.model import RunHistory, Timings, Workload
 from runner_queue_fallback.sim.scenario import PoolSpec, Scenario
 from runner_queue_fallback.simulation import (
@@ -63,29 +64,28 @@ class SimulateError(Exception):
 
 def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int:
     """Run `simulate` with parsed `args` and the coordinator inputs given as flags."""
+    # A bad input (InputErrors) is reported by the command line as for plan and coordinate.
     if getattr(args, "waits", None):
         from runner_queue_fallback.stats import replay  # noqa: PLC0415  # only for --waits
 
         return replay.run(args, inputs, out)
     try:
         if args.list:
-            _print_list(out)
+            _print_list(out, as_json=args.json)
             return EXIT_OK
-        entry, stated = _choose(args, inputs)
-        for spec in entry.coordinators:
+        chosen, stated = _choose(args, inputs)
+        for spec in chosen.coordinators:
             _validate_inputs(spec.inputs)
+        entry = _with_expectation(chosen, stated, _flags(args, inputs))
     except (SimulateError, CatalogueError) as exc:
         print(f"simulate: error: {exc}", file=out)
         return EXIT_BAD_INPUT
-    except InputErrors as exc:
-        for error in exc.errors:
-            print(f"simulate: error: {error}", file=out)
-        return EXIT_BAD_INPUT
+    stated = True  # every run has an expectation: the catalogue's, or one recomputed
     started = SystemClock().monotonic()
     sim = simulate_entry(entry)
     wall = SystemClock().monotonic() - started
     problems = [
-        sim.observed(r).problems(c.expect) if stated and c.expect else []
+        sim.observed(r).problems(c.expect) if c.expect else []
         for r, c in zip(sim.runs, entry.coordinators, strict=True)
     ]
     if args.json:
@@ -95,8 +95,21 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int
     return EXIT_UNEXPECTED if any(problems) else EXIT_OK
 
 
-def _print_list(out: TextIO) -> None:
+def _print_list(out: TextIO, *, as_json: bool = False) -> None:
     catalogue = load_catalogue()
+    if as_json:
+        listing = [
+            {
+                "name": name,
+                "description": entry.description,
+                "default": name == DEFAULT_SCENARIO,
+                "pilot": entry.pilot,
+                "expected": entry.expected,
+            }
+            for name, entry in catalogue.items()
+        ]
+        print(json.dumps(listing, indent=2), file=out)
+        return
     width = max(len(name) for name in catalogue)
     for name, entry in catalogue.items():
         default = " (default)" if name == DEFAULT_SCENARIO else ""
@@ -127,6 +140,56 @@ def _choose(args: argparse.Namespace, inputs: Mapping[str, str]) -> tuple[Catalo
     if workload is not None:
         world = replace(world, workload=workload(world.workload))
     return entry.model_copy(update={"coordinators": coordinators, "world": world}), False
+
+
+#: Inputs that choose the candidate pools: a catalogue scenario's story is written for its own.
+_POOL_INPUTS = ("runner-type", "runners", "queue-policy", "queue-timeout-minutes")
+
+
+def _flags(args: argparse.Namespace, inputs: Mapping[str, str]) -> list[str]:
+    """The flags that change a scenario, as the user spelled them."""
+    flags = [f"--{name}" for name in inputs]
+    flags += ["--busy"] if args.busy else []
+    flags += ["--workload-outcome"] if args.workload_outcome is not None else []
+    return flags + (["--workload-minutes"] if args.workload_minutes is not None else [])
+
+
+def _with_expectation(entry: CatalogueEntry, stated: bool, flags: list[str]) -> CatalogueEntry:
+    """A catalogue entry as stated, or one whose story and expectation are worked out anew.
+
+    Flags that change a catalogue scenario's pools are refused: its story is about its pools.
+    """
+    if stated:
+        return entry
+    custom = entry.name == "custom"
+    pool_flags = [f for f in flags if f.removeprefix("--") in _POOL_INPUTS]
+    if not custom and pool_flags:
+        raise SimulateError(
+            f"scenario {entry.name!r} is written for its own pools; {', '.join(pool_flags)} "
+            "would change them and its story. Simulate your own inputs without a scenario name "
+            f"(e.g. `simulate {' '.join(pool_flags)} ...`), or drop {', '.join(pool_flags)}"
+        )
+    if len(entry.coordinators) != 1 or entry.interrupt_at is not None:
+        raise SimulateError(
+            f"scenario {entry.name!r} cannot be recomputed with {', '.join(flags)}: it has "
+            "several coordinators or a cancellation; run it without flags"
+        )
+    [spec] = entry.coordinators
+    settings = _read_pool_settings(
+        {env_name(k): v for k, v in spec.inputs.items()}, load_profiles()
+    )
+    try:
+        found = predict(entry.world, settings.candidates, settings.execution_timeout_minutes)
+    except Unpredictable as exc:
+        what = "your inputs" if custom else f"scenario {entry.name!r} with {', '.join(flags)}"
+        raise SimulateError(f"the outcome of {what} cannot be stated in advance: {exc}") from None
+    title = "Your inputs" if custom else f"changed by {', '.join(flags)}"
+    return entry.model_copy(
+        update={
+            "description": f"{title}: {found.story}.",
+            "coordinators": (spec.model_copy(update={"expect": found.expect}),),
+        }
+    )
 
 
 # -------------------------------------------------------------------------- building worlds

@@ -24,6 +24,7 @@ from runner_queue_fallback.errors import (
     RateLimited,
     ServerError,
     TransportError,
+    Unauthorized,
     Unprocessable,
 )
 from runner_queue_fallback.github import CancelOutcome, GitHubClient
@@ -253,7 +254,7 @@ def test_unclear_dispatch_is_ambiguous_and_sent_once(
     [
         pytest.param(422, {}, Unprocessable, id="422"),
         pytest.param(404, {}, NotFound, id="404"),
-        pytest.param(401, {}, PermissionDenied, id="401"),
+        pytest.param(401, {}, Unauthorized, id="401"),
         pytest.param(403, {}, PermissionDenied, id="403"),
         pytest.param(403, {"retry-after": "7"}, RateLimited, id="403-rate-limited"),
         pytest.param(409, {}, Conflict, id="409"),
@@ -509,7 +510,7 @@ def test_rate_remaining_is_tracked(client: GitHubClient, mocked: responses.Reque
 @pytest.mark.parametrize(
     ("status", "error"),
     [
-        pytest.param(401, PermissionDenied, id="401"),
+        pytest.param(401, Unauthorized, id="401"),
         pytest.param(403, PermissionDenied, id="403-not-rate-limit"),
         pytest.param(404, NotFound, id="404"),
         pytest.param(409, Conflict, id="409"),

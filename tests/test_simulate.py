@@ -266,7 +266,8 @@ def test_flags_build_one_free_pool_per_candidate():
         "nv-cpu-general / linux-amd64-cpu32",
     ]
     assert all(p.endswith("free") for p in pools)
-    assert "Expected:" not in text
+    assert "Expected: exit 0, 1 attempt, runner from linux-amd64-cpu16" in text
+    assert "  as expected: exit 0, 1 attempt" in text
 
 
 def test_workload_flags_change_the_outcome():
@@ -285,13 +286,81 @@ def test_workload_flags_change_the_outcome():
     assert len(coordinator["attempts"]) == 1
 
 
-def test_overrides_on_a_catalogue_scenario_drop_its_expectation():
-    """--busy on the default scenario: CPU8 busy too, so CPU32 serves; no expectation is checked."""
+def test_busy_on_a_catalogue_scenario_recomputes_its_story_and_expectation():
+    """--busy on the default scenario: CPU8 busy too, so CPU32 serves, and that is now expected."""
     code, text = simulate("--busy", "linux-amd64-cpu8=1h", "--json")
     assert code == 0
     [coordinator] = json.loads(text)["coordinators"]
     assert coordinator["served-by"] == "linux-amd64-cpu32"
-    assert coordinator["as-expected"] is None
+    assert coordinator["as-expected"] is True
+    assert coordinator["expected"] == "exit 0, 3 attempts, runner from linux-amd64-cpu32"
+    code, text = simulate("primary-success", "--busy", "linux-amd64-cpu16=always")
+    assert code == 0
+    header = text.splitlines()[0]
+    assert header.startswith(
+        "Scenario primary-success: changed by --busy: linux-amd64-cpu16 has no"
+    )
+    assert "The first pool (CPU16) has a free runner" not in text
+    assert "  as expected: exit 0, 2 attempts, runner from linux-amd64-cpu8" in text
+
+
+def test_pool_flags_on_a_catalogue_scenario_are_refused():
+    """primary-success --runner-type gpu: its CPU story cannot hold; refused, nothing simulated."""
+    code, text = simulate("primary-success", "--runner-type", "gpu")
+    assert code == 2
+    assert "scenario 'primary-success' is written for its own pools; --runner-type" in text
+    assert "== " not in text
+
+
+def test_a_scenario_with_several_coordinators_refuses_flags():
+    """parallel-coordinators cannot be recomputed: refused with a message."""
+    code, text = simulate("parallel-coordinators", "--workload-outcome", "failure")
+    assert code == 2
+    assert "cannot be recomputed with --workload-outcome" in text
+
+
+def test_an_outcome_too_close_to_call_is_refused():
+    """A pool freed right at its deadline: no honest expectation, so refused."""
+    code, text = simulate("--runner-type", "cpu", "--busy", "linux-amd64-cpu16=10m")
+    assert code == 2
+    assert "cannot be stated in advance" in text
+    assert "--busy" in text
+
+
+def test_the_expectation_line_is_always_printed_with_its_verdict():
+    """Custom inputs too: `Expected:` at the top and the verdict in the result."""
+    code, text = simulate("--runner-type", "cpu", "--workload-outcome", "failure")
+    assert code == 0  # a failure that was expected
+    assert "Expected: exit 1, 1 attempt, runner from linux-amd64-cpu16" in text
+    assert "  as expected: exit 1, 1 attempt" in text
+
+
+def test_an_unexpected_simulated_failure_exits_non_zero(monkeypatch: pytest.MonkeyPatch):
+    """When the run does not end as expected, simulate exits 1 and says NOT AS EXPECTED."""
+    from runner_queue_fallback import simulate as simulate_module  # noqa: PLC0415
+    from runner_queue_fallback.scenarios import predict as predict_module  # noqa: PLC0415
+
+    real = predict_module.predict
+
+    def wrong(*args, **kwargs):
+        found = real(*args, **kwargs)
+        return predict_module.Prediction(found.expect.model_copy(update={"exit_code": 0}), "x")
+
+    monkeypatch.setattr(simulate_module, "predict", wrong)
+    code, text = simulate("--runner-type", "cpu", "--workload-outcome", "failure")
+    assert code == 1
+    assert "NOT AS EXPECTED: exit_code: expected 0, got 1" in text
+
+
+def test_list_json_prints_json():
+    """--list --json: one object per scenario."""
+    code, text = simulate("--list", "--json")
+    assert code == 0
+    listing = json.loads(text)
+    names = [item["name"] for item in listing]
+    assert names[0] == "fallback"
+    assert "primary-success" in names
+    assert all({"description", "expected", "pilot", "default"} <= set(item) for item in listing)
 
 
 @pytest.mark.parametrize(

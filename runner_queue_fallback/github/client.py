@@ -33,6 +33,7 @@ from runner_queue_fallback.errors import (
     RateLimited,
     ServerError,
     TransportError,
+    Unauthorized,
     Unprocessable,
 )
 from runner_queue_fallback.github.models import (
@@ -365,8 +366,12 @@ class GitHubClient:
 
     def get_file_sha(self, path: str, ref: str, *, deadline: float | None = None) -> str:
         """The blob SHA of the file `path` at `ref` (a branch, tag or commit SHA)."""
+        return self.get_file(path, ref, deadline=deadline).sha
+
+    def get_file(self, path: str, ref: str, *, deadline: float | None = None) -> ContentFile:
+        """The file `path` at `ref`: its blob SHA and (up to 1 MB) its content, in one request."""
         file_path = self._path("contents", *path.lstrip("/").split("/"))
-        return self._get(file_path, {"ref": ref}, ContentFile, deadline).sha
+        return self._get(file_path, {"ref": ref}, ContentFile, deadline)
 
     # -- cancellation ---------------------------------------------------------------------
 
@@ -565,7 +570,7 @@ class GitHubClient:
                 attempts=attempts,
             )
         error_class: type[GitHubAPIError] = {
-            401: PermissionDenied,
+            401: Unauthorized,
             403: PermissionDenied,
             404: NotFound,
             408: ServerError,

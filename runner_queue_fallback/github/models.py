@@ -7,6 +7,8 @@ reply is an observation, not something to edit.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 from datetime import datetime
 
@@ -145,11 +147,26 @@ class GitTag(_Reply):
 
 
 class ContentFile(_Reply):
-    """`GET /repos/{o}/{r}/contents/{path}` for a file; `sha` is the blob SHA."""
+    """`GET /repos/{o}/{r}/contents/{path}` for a file; `sha` is the blob SHA.
+
+    `content` is the file, base64-encoded, for files up to 1 MB; larger files come with
+    `encoding: none` and no content. Ref: https://docs.github.com/rest/repos/contents
+    """
 
     type: str
     path: str
     sha: str
+    encoding: str | None = None
+    content: str | None = None
+
+    def text(self) -> str | None:
+        """The file as text, or None when the reply carries no decodable content."""
+        if self.encoding != "base64" or not self.content:
+            return None
+        try:
+            return base64.b64decode(self.content).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
 
 
 class CancelOutcome(enum.Enum):

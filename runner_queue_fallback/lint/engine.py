@@ -27,7 +27,7 @@ from runner_queue_fallback.lint.model import (
 )
 from runner_queue_fallback.profiles import Profile, load_profiles
 
-__all__ = ["LintResult", "lint_directory", "lint_files"]
+__all__ = ["LintResult", "check_dispatch_inputs", "lint_directory", "lint_files"]
 
 _WORKFLOW_SUFFIXES = (".yml", ".yaml")
 
@@ -150,7 +150,7 @@ class _Linter:
 def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | None) -> None:
     trigger = dispatch_inputs(child)
     if trigger is not None:
-        _inputs(step, child, trigger, report)
+        check_dispatch_inputs(child, trigger, report, sender=step.workflow.path.name)
     found = worker_job(child)
     if found is None:
         return
@@ -201,7 +201,8 @@ def _coordinator_workflow(
     )
 
 
-def _inputs(step: CoordinatorStep, child: Workflow, trigger: Node, report: Report) -> None:
+def check_dispatch_inputs(child: Workflow, trigger: Node, report: Report, *, sender: str) -> None:
+    """RQF302: the child declares the seven inputs the coordinator (`sender`) sends, no other."""
     inputs = trigger.get("inputs")
     declared = dict(inputs.items()) if inputs is not None else {}
     missing = [name for name in CHILD_INPUTS if name not in declared]
@@ -211,7 +212,7 @@ def _inputs(step: CoordinatorStep, child: Workflow, trigger: Node, report: Repor
             (inputs or trigger).line,
             "RQF302",
             f"the child does not declare {', '.join(f'`{n}`' for n in missing)}, which the "
-            f"coordinator ({step.workflow.path.name}) sends; GitHub rejects the dispatch",
+            f"coordinator ({sender}) sends; GitHub rejects the dispatch",
             "declare each under `on.workflow_dispatch.inputs` with `required: true` and "
             "`type: string`",
         )

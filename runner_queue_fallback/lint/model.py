@@ -30,6 +30,7 @@ __all__ = [
     "is_true",
     "load_workflow",
     "parse_uses",
+    "parse_workflow",
     "permissions_of",
     "whole_minutes",
     "wired_to",
@@ -272,17 +273,28 @@ class Workflow:
         return list(jobs.items()) if jobs is not None else []
 
 
+#: libyaml's loader when installed: ten times faster, and the coordinator parses its child each run.
+_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def load_workflow(path: Path, report: Report) -> Workflow | None:
     """Parse `path`, or report RQF000 and return None."""
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        report.add(path, 1, "RQF000", f"cannot be read ({exc})", "check the path and encoding")
+        return None
+    return parse_workflow(path, text, report)
+
+
+def parse_workflow(path: Path, text: str, report: Report) -> Workflow | None:
+    """Parse `text` (the file `path`, which is not read), or report RQF000 and return None."""
+    try:
+        root = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         report.add(path, line, "RQF000", f"not valid YAML ({exc})", "fix the YAML syntax")
-        return None
-    except (OSError, UnicodeDecodeError) as exc:
-        report.add(path, 1, "RQF000", f"cannot be read ({exc})", "check the path and encoding")
         return None
     if not isinstance(root, yaml.MappingNode):
         report.add(

@@ -16,11 +16,11 @@ from runner_queue_fallback.errors import (
     DispatchAmbiguous,
     GitHubAPIError,
     GitHubError,
-    NotFound,
     SequenceError,
 )
 from runner_queue_fallback.observe import Expected
 from runner_queue_fallback.sequence.context import Sequence
+from runner_queue_fallback.sequence.preflight import read_definition
 
 __all__ = ["LOOKBACK_SECONDS", "dispatch", "find_interrupted_dispatch", "preflight"]
 
@@ -36,8 +36,7 @@ def preflight(seq: Sequence, attempt: Attempt) -> None:
     if attempt.number > 1:
         seq.check_parent_still_active()
     seq.check_source()
-    seq.commit = _workflow_commit(seq)
-    blob = seq.client.get_file_sha(seq.expected_path, seq.commit)
+    seq.commit, blob = read_definition(seq)  # before the first dispatch: the child's rules too
     if seq.definition_sha is None:
         seq.definition_sha = blob
     elif blob != seq.definition_sha:
@@ -46,15 +45,6 @@ def preflight(seq: Sequence, attempt: Attempt) -> None:
             f"during the sequence: expected blob {seq.definition_sha}, observed {blob}. Keep "
             "workflow-ref stable (a protected tag avoids this)"
         )
-
-
-def _workflow_commit(seq: Sequence) -> str:
-    """The commit of workflow-ref: the head SHA the child run must show."""
-    ref = seq.inputs.workflow_ref
-    try:
-        return seq.client.get_commit_sha(f"heads/{ref}")
-    except NotFound:
-        return seq.client.get_commit_sha(f"tags/{ref}")
 
 
 def dispatch(seq: Sequence, attempt: Attempt) -> None:

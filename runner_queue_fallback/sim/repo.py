@@ -26,16 +26,40 @@ CHILD_INPUTS = (
     "runner",
     "workload",
 )
+#: The child inputs the guard step is wired to.
+_GUARD_WIRED = CHILD_INPUTS[:5]
 
 
-def workflow_text(name: str, inputs: Sequence[str] | None, revision: int) -> str:
-    """The YAML of a worker workflow declaring `inputs` (revision > 0 adds a changing comment)."""
-    lines = [f"name: {name}", "run-name: ${{ inputs.request-id }}", "on:", "  workflow_dispatch:"]
-    lines += ["    inputs:"] + [
-        f"      {i}: {{required: true, type: string}}" for i in inputs or ()
-    ]
-    lines += ["jobs:", "  worker:", "    runs-on: ${{ fromJSON(inputs.runner) }}"]
-    lines += ["    steps:", "      - uses: ./guard"]
+def workflow_text(
+    name: str,
+    inputs: Sequence[str] | None,
+    revision: int,
+    *,
+    dispatchable: bool = True,
+    required: Sequence[str] | None = None,
+) -> str:
+    """The YAML of a worker workflow declaring `inputs` (revision > 0 adds a changing comment).
+
+    With the seven inputs of the specification this is a child that `lint` passes: a guarded,
+    read-only `worker` job. `inputs=None` (a file accepting any input) declares the seven; a file
+    that is not dispatchable runs `on: push`.
+    """
+    declared = CHILD_INPUTS if inputs is None else tuple(inputs)
+    needed = set(declared if required is None else required)
+    lines = [f"name: {name}", "run-name: ${{ inputs.request-id }}", "on:"]
+    if not dispatchable:
+        lines += ["  push:"]
+    elif declared:
+        lines += ["  workflow_dispatch:", "    inputs:"]
+        lines += [
+            f"      {i}: {{required: {str(i in needed).lower()}, type: string}}" for i in declared
+        ]
+    else:
+        lines += ["  workflow_dispatch:"]
+    lines += ["permissions: {contents: read, actions: read}", "jobs:", "  worker:"]
+    lines += ["    runs-on: ${{ fromJSON(inputs.runner) }}", "    timeout-minutes: 180"]
+    lines += ["    steps:", "      - uses: ./guard", "        with:"]
+    lines += [f"          {i}: ${{{{ inputs.{i} }}}}" for i in _GUARD_WIRED]
     return "\n".join(lines) + ("" if revision == 0 else f"\n# revision {revision}") + "\n"
 
 
@@ -99,12 +123,18 @@ class RepoContent:
         inputs: Sequence[str] | None = CHILD_INPUTS,
         required: Sequence[str] | None = None,
         name: str = "Runner worker",
+        content: str | None = None,
     ) -> str:
-        """Put a workflow file on branch `ref` (in its current commit); return its blob SHA."""
+        """Put a workflow file on branch `ref` (in its current commit); return its blob SHA.
+
+        The file's text follows `dispatchable`, `inputs` and `required` unless `content` gives it
+        (what GitHub does with a dispatch is still decided by those three).
+        """
         with self._lock:
             sha = self.refs.get(f"heads/{ref}") or self.add_ref(f"heads/{ref}")
+            text = workflow_text(name, inputs, 0, dispatchable=dispatchable, required=required)
             wf = WorkflowFile(
-                content=workflow_text(name, inputs if dispatchable else (), 0),
+                content=text if content is None else content,
                 dispatchable=dispatchable,
                 inputs=None if inputs is None else tuple(inputs),
                 required=tuple(inputs or ()) if required is None else tuple(required),
@@ -125,8 +155,8 @@ class RepoContent:
             tree = dict(self.commits[old])
             path = f".github/workflows/{file}"
             wf = tree[path]
-            text = workflow_text(wf.name, wf.inputs if wf.dispatchable else (), revision)
-            tree[path] = replace(wf, content=text)
+            text = wf.content.split("\n# revision ", 1)[0].rstrip("\n")
+            tree[path] = replace(wf, content=f"{text}\n# revision {revision}\n")
             new = fake_commit_sha(old, file, revision)
             self.commits[new] = tree
             self.refs[f"heads/{ref}"] = new
