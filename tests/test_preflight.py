@@ -250,7 +250,9 @@ def test_the_guards_403_names_the_childs_permissions():
     world.github.add_workflow("runner-worker.yml", "main")
     clock = world.clock
     environ = {
-        env_name("request-id"): f"rqf-{PARENT_RUN_ID}-1-1-0123abcd",  # well-formed: the API is reached
+        env_name(
+            "request-id"
+        ): f"rqf-{PARENT_RUN_ID}-1-1-0123abcd",  # well-formed: the API is reached
         env_name("parent-run-id"): str(PARENT_RUN_ID),
         env_name("parent-run-attempt"): "1",
         env_name("source-ref"): SOURCE_REF,
