@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import random
 import sys
 import tempfile
 import threading
@@ -251,8 +252,13 @@ def run_coordinator(
     post_step: bool = True,
     parent_run_id: int = PARENT_RUN_ID,
     token: str = TOKEN,
+    seed: int | None = None,
 ) -> SimulationRun:
-    """Run `coordinate` (and then the post step, as the runner would) against `world`."""
+    """Run `coordinate` (and then the post step, as the runner would) against `world`.
+
+    The admission spread draws from `random.Random(seed)`, by default seeded with the parent run
+    id: each coordinator of a fleet differs, and every run of a simulation is the same.
+    """
     with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
         files = Path(tmp)
         environ = coordinator_environ(
@@ -262,7 +268,15 @@ def run_coordinator(
             _interrupt(clock, interrupt_at)
         log = StampedLog(clock.monotonic)
         with capture_stdout(log):
-            code = cli.main(["coordinate"], environ, clock=clock, session=world.session())
+            code = cli.main(
+                ["coordinate"],
+                environ,
+                clock=clock,
+                session=world.session(),
+                rng=random.Random(
+                    parent_run_id if seed is None else seed
+                ),  # a seeded spread, not a secret
+            )
         state = read_key_values(files / "state")
         result = SimulationRun(
             exit_code=code,

@@ -204,6 +204,8 @@ class FakeGitHub(ActionsModel):
     def _serve(self, request: _Request) -> tuple[Reply, bool, str | None]:  # noqa: PLR0911 (one return per way a request ends)
         if request.client is None:
             return self._reply(401, error("Requires authentication", 401), request), False, None
+        if request.method == "GET" and request.path == "/rate_limit":  # never counted
+            return self._rate_limit(request), False, None
         if self._quota_used() >= self.quota:
             return self._primary_limit(request, self._quota_reset()), False, None
         if request.version not in API_VERSIONS:
@@ -278,6 +280,18 @@ class FakeGitHub(ActionsModel):
         headers = self._headers(request, etag=etag)
         body = b"" if payload is None or status == 304 else json.dumps(payload).encode()
         return Reply(status, headers, body)
+
+    def _rate_limit(self, request: _Request) -> Reply:
+        """`GET /rate_limit`: the core quota, as in the headers (it counts against no quota)."""
+        headers = self._headers(request)
+        core = {
+            "limit": self.quota,
+            "remaining": int(headers["X-RateLimit-Remaining"]),
+            "reset": int(headers["X-RateLimit-Reset"]),
+            "used": int(headers["X-RateLimit-Used"]),
+        }
+        body = json.dumps({"resources": {"core": core}})
+        return Reply(200, headers, body.encode())
 
     def _primary_limit(self, request: _Request, reset: float, status: int = 403) -> Reply:
         headers = self._headers(request, remaining=0)
