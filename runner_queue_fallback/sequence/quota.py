@@ -5,8 +5,10 @@ requests an hour on github.com, more on Enterprise Cloud; read, never assumed). 
 dispatch the quota left is taken from the replies already received (`GET /rate_limit`, which
 counts against no primary quota, only when none says it). Below `RESERVE_REQUESTS` no child is
 dispatched: the sequence waits until the reset plus a random spread (so coordinators that waited
-together do not all wake together), within `admission-timeout-minutes` for the whole sequence,
-and past it fails with no child. No child exists during this wait, so it is always safe.
+together do not all wake together). `admission-timeout-minutes` bounds the waits of the whole
+sequence: a reset beyond what is left of it fails the sequence at once, with no child (the
+spread, at most `timing.ADMISSION_SPREAD_SECONDS`, may run past it). No child exists during
+this wait, so it is always safe.
 
 Admission only lowers the odds of exhausting the quota (many coordinators read the same
 `remaining`); once a child exists, the client waits out a spent quota instead (`Patience`).
@@ -17,18 +19,20 @@ from __future__ import annotations
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
 from runner_queue_fallback.errors import NotFound, SequenceError
+from runner_queue_fallback.github.retry import RESET_MARGIN_SECONDS
 from runner_queue_fallback.sequence.context import Sequence, seconds
 
 __all__ = ["CANDIDATE_COST_REQUESTS", "RESERVE_REQUESTS", "admit"]
 
-#: Requests one candidate sends from its preflight to the proof that its child was cancelled
-#: (preflight 3, dispatch 1, startup 2, ten-minute queue 14 plus 4 checks, fresh read 2, cancel 1,
-#: proof 4), measured on the fake GitHub by `tests/test_quota.py`, which fails if it grows.
-#: Sent, not counted: 304s are free only while ETags hold, so the reserve does not rely on them.
-CANDIDATE_COST_REQUESTS = 31
-#: The quota below which no child is dispatched: one candidate twice over, for the replies other
-#: coordinators spend between our read of `remaining` and our last request.
-RESERVE_REQUESTS = 2 * CANDIDATE_COST_REQUESTS
+#: Requests one candidate sends from its preflight to the proof that its child was cancelled,
+#: measured on the fake GitHub by `tests/test_quota.py` (which fails if it grows): preflight 3,
+#: dispatch 1, startup 2, a ten-minute queue 12 (six polls), the fresh read 2, cancel 1 and one
+#: proof read 2. Sent, not counted: 304s are free only while ETags hold, so none is relied on.
+CANDIDATE_COST_REQUESTS = 23
+#: The quota below which no child is dispatched: the measured cost with a margin of 37 for a
+#: fallback's parent check, a slow cancellation (each further proof read costs 2, a force-cancel
+#: 1) and what other coordinators spend between our read of `remaining` and our last request.
+RESERVE_REQUESTS = 60
 
 
 def admit(seq: Sequence, attempt: Attempt) -> None:
@@ -38,13 +42,13 @@ def admit(seq: Sequence, attempt: Attempt) -> None:
         remaining = _remaining(seq)
         if remaining is None or remaining >= RESERVE_REQUESTS:
             return
-        wait = seq.client.seconds_to_reset() + seq.rng.uniform(0.0, timing.ADMISSION_SPREAD_SECONDS)
+        reset_in = seq.client.seconds_to_reset()
         left = budget - seq.result.admission_waited
         quota = (
             f"{remaining} of {seq.client.stats.rate_limit or '?'} requests left in this "
             f"repository's API quota, reset at {seq.client.reset_time()}"
         )
-        if seq.client.seconds_to_reset() > left:
+        if reset_in - RESET_MARGIN_SECONDS > left:  # the default budget covers one full window
             raise SequenceError(
                 f"API quota too low to dispatch candidate {attempt.number} ({quota}; one "
                 f"candidate needs {RESERVE_REQUESTS}), and the reset is beyond what is left of "
@@ -52,7 +56,8 @@ def admit(seq: Sequence, attempt: Attempt) -> None:
                 "child was dispatched. Run fewer coordinators at once (strategy.max-parallel) or "
                 "raise admission-timeout-minutes"
             )
-        wait = min(wait, left)
+        spread = seq.rng.uniform(0.0, timing.ADMISSION_SPREAD_SECONDS)
+        wait = reset_in + spread  # the spread may run past the budget: it is at most 5 minutes
         seq.report.warning(
             f"{quota}; candidate {attempt.number} needs {RESERVE_REQUESTS}. No child is "
             f"dispatched before the reset: waiting {seconds(wait)} (the reset plus a random "
