@@ -43,7 +43,9 @@ def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now
     job = observation.job
     if not observation.has_evidence or job is None or job.started_at is None:
         return now
-    ago = (seq.clock.now() - job.started_at).total_seconds()
+    # GitHub writes whole seconds: the allocation came up to a second after `started_at`, and
+    # the later end is taken so that the timeout never fires early.
+    ago = (seq.clock.now() - job.started_at).total_seconds() - 1.0
     floor = max(seq.last_queued_read or 0.0, attempt.dispatched_at or 0.0)
     return min(now, max(floor, now - ago))
 
