@@ -13,6 +13,7 @@ from runner_queue_fallback.sequence.queue import next_interval
 from runner_queue_fallback.sequence.quota import CANDIDATE_COST_REQUESTS, RESERVE_REQUESTS
 from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings
+from runner_queue_fallback.sim.reply import LedgerEntry
 from runner_queue_fallback.simulation import run_coordinator
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
@@ -22,12 +23,14 @@ ONE_POOL = json.dumps([{"group": "nv-cpu-general", "labels": "linux-amd64-cpu16"
 RESET = timing.QUOTA_WINDOW_SECONDS
 
 
-def coordinator_requests(s: Scenario, start: float = 0.0, end: float = math.inf) -> list:
+def coordinator_requests(
+    s: Scenario, start: float = 0.0, end: float = math.inf
+) -> list[LedgerEntry]:
     """Requests the coordinator sent (the guard and the post step use other tokens or come later)."""
     return [e for e in s.world.ledger if e.client == 0 and start <= e.time < end]
 
 
-def refused(s: Scenario) -> list:
+def refused(s: Scenario) -> list[LedgerEntry]:
     return [e for e in coordinator_requests(s) if e.status in (403, 429)]
 
 
@@ -226,7 +229,7 @@ def test_a_long_retry_after_before_dispatch_fails_with_no_child():
         start=0.0,
         end=10.0,
         count=1,
-        retry_after=120.0,
+        retry_after=120,
     )
     s = Scenario(faults=[long_wait]).pools([], [], [])
     result = s.run()
@@ -245,7 +248,7 @@ def test_a_long_retry_after_once_a_child_exists_is_waited_out():
         start=200.0,
         end=230.0,
         count=1,
-        retry_after=120.0,
+        retry_after=120,
     )
     s = Scenario(faults=[long_wait]).pools(FOREVER, [], [])
     result = s.run()
