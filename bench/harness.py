@@ -197,23 +197,28 @@ class _Job:
 
 @dataclass(frozen=True)
 class LedgerTotals:
-    """Requests of some ledger entries: sent, counted (primary limit), 304s, rate-limit replies."""
+    """Requests of some ledger entries: sent, counted (primary limit), 304s, rate-limit replies.
+
+    `quota_reads` are the `GET /rate_limit` reads admission makes: free, like a 304.
+    """
 
     sent: int = 0
     counted: int = 0
     not_modified: int = 0
     rate_limited: int = 0
+    quota_reads: int = 0
 
 
 def ledger_totals(entries: Iterable[LedgerEntry]) -> LedgerTotals:
     """The one place ledger entries are added up (a 304 and a rate-limit reply do not count)."""
-    sent = counted = not_modified = rate_limited = 0
+    sent = counted = not_modified = rate_limited = quota_reads = 0
     for entry in entries:
         sent += 1
         counted += int(entry.counted)
         not_modified += int(entry.status == 304)
         rate_limited += int(entry.status in RATE_LIMIT_STATUSES and not entry.counted)
-    return LedgerTotals(sent, counted, not_modified, rate_limited)
+        quota_reads += int(entry.path == "/rate_limit" and entry.status == 200)
+    return LedgerTotals(sent, counted, not_modified, rate_limited, quota_reads)
 
 
 @dataclass(frozen=True)

@@ -133,6 +133,7 @@ def load_figures(trial: Trial) -> dict[str, Any]:
         "sent": totals.sent,
         "counted": totals.counted,
         "not_modified": totals.not_modified,
+        "quota_reads": totals.quota_reads,
         "primary_limited": limits.count("primary"),
         "secondary_limited": limits.count("secondary"),
         "peak_counted_in_quota_window": peak_window(trial),
@@ -143,17 +144,12 @@ def load_figures(trial: Trial) -> dict[str, Any]:
     }
 
 
-#: A line the coordinator logs when it waits for admission before a dispatch (issue 14).
-_ADMISSION_LINE = re.compile(r"\badmission\b", re.IGNORECASE)
+#: The warning the coordinator prints each time it waits for API quota before a dispatch.
+_ADMISSION_LINE = re.compile(r"^::warning title=Waiting for API quota::", re.MULTILINE)
 
 
 def admission_waits(record: CoordinatorRecord) -> int | None:
-    """How often the coordinator waited for admission before a dispatch: its log lines about it.
-
-    INTEGRATION HOOK (issue 14): the coordinator logs a line each time it waits for admission;
-    if the merged wording does not say "admission", match its line here. Today's coordinator
-    never waits: 0.
-    """
+    """How often the coordinator waited for admission before a dispatch: its warnings about it."""
     return 0 if not record.log else len(_ADMISSION_LINE.findall(record.log))
 
 

@@ -46,6 +46,9 @@ class Result:
     error: RQFError | None = None
     cleanup: CleanupResult | None = None
     race: bool = False
+    #: waits for API quota before a dispatch (admission), and their total in seconds
+    admission_waits: int = 0
+    admission_waited: float = 0.0
 
     @property
     def last(self) -> Attempt | None:

@@ -57,30 +57,37 @@ def observe_run(
     return Observation(run, jobs)
 
 
-def cancel_and_confirm(
+def cancel_and_confirm(  # the run, its window and its quota allowance
     client: GitHubClient,
     clock: Clock,
     run_id: int,
     *,
     window: float = timing.CANCEL_WINDOW_SECONDS,
+    reset_budget: float = 0.0,
     log: Callable[[str], None] = lambda _line: None,
 ) -> CleanupResult:
     """Cancel `run_id`, then read run and job every 5 s until both are completed.
 
     The cancel goes first: within a signal's short grace it is what matters most, and a run that
     is already over answers 409. A 404 (a child not visible yet) does not end the window.
+
+    With the client waiting out a spent quota (`Patience.CHILD_EXISTS`), the time spent waiting
+    for a reset extends the window, by at most `reset_budget`: nothing here ends past
+    `window + reset_budget`. A reset beyond that ends the cleanup unconfirmed at once.
     """
-    deadline = clock.monotonic() + window
+    start = clock.monotonic()
+    limit = start + window + reset_budget
+    waited_before = client.stats.quota_waited
     last: Observation | None = None
     detail = ""
     try:
-        outcome = client.cancel_run(run_id, deadline=deadline)
+        outcome = client.cancel_run(run_id, deadline=limit)
         log(f"Cancel requested for child run {run_id}: {outcome.value}")
     except GitHubError as exc:
         detail = f"cancel failed: {exc}"
     while True:
         try:
-            last = observe_run(client, run_id, deadline)
+            last = observe_run(client, run_id, limit)
         except PermissionDenied as exc:  # reading will not start working within the window
             return CleanupResult(run_id, confirmed=False, last=last, detail=f"read refused: {exc}")
         except GitHubError as exc:
@@ -89,7 +96,12 @@ def cancel_and_confirm(
             log(f"Cleanup check: {last.describe()}")
             if last.finished:
                 return CleanupResult(run_id, confirmed=True, last=last, detail=last.describe())
-        if clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
+        end = min(limit, start + window + client.stats.quota_waited - waited_before)
+        reset_in = client.quota_reset_in()
+        if reset_in is not None and clock.monotonic() + reset_in > limit:
+            detail = f"the API quota is spent until its reset at {client.reset_time()}; {detail}"
+            end = clock.monotonic()
+        if clock.monotonic() + timing.CANCEL_POLL_SECONDS > end:
             return CleanupResult(
                 run_id, confirmed=False, last=last, detail=_unconfirmed(last, detail)
             )
@@ -113,6 +125,8 @@ def run_left_by_main_step(
     state: Mapping[str, str],
     workflow: str,
     log: Callable[[str], None],
+    *,
+    deadline: float | None = None,
 ) -> int | None:
     """The child the post step must look after, from the main step's saved state.
 
@@ -134,7 +148,7 @@ def run_left_by_main_step(
     except (KeyError, ValueError):
         since = clock.now() - _POST_LOOKBACK
     try:
-        runs = client.find_runs_by_name(workflow, pending, created_after=since)
+        runs = client.find_runs_by_name(workflow, pending, created_after=since, deadline=deadline)
     except GitHubError as exc:
         log(f"Could not look for run-name {pending}: {exc}")
         return known

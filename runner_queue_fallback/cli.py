@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import sys
 import threading
@@ -20,12 +21,13 @@ from typing import TextIO
 
 import requests
 
-from runner_queue_fallback import __version__, lint
+from runner_queue_fallback import __version__, lint, timing
 from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run, run_left_by_main_step
 from runner_queue_fallback.clock import Clock, SystemClock
 from runner_queue_fallback.coordinator import Coordinator
 from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError, UnexpectedError
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.guard import Guard
 from runner_queue_fallback.inputs import (
     COORDINATOR_INPUTS,
@@ -57,6 +59,8 @@ class Context:
     clock_factory: Callable[[], Clock]
     session_factory: Callable[[], requests.Session]
     stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    #: the random source of admission waits (seeded by the simulator and the tests)
+    rng: random.Random = field(default_factory=random.Random)
 
     def reporter(self) -> Reporter:
         """A Reporter writing to stdout and to the runner's files named in the environment."""
@@ -244,7 +248,7 @@ def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
     clock = ctx.clock_factory()
     client = _client(ctx, run, token, clock, reporter)
     with _signals_interrupt() as settle:
-        result = Coordinator(inputs, run, client, clock, reporter).run()
+        result = Coordinator(inputs, run, client, clock, reporter, rng=ctx.rng).run()
         settle()  # a late signal must not cut the outputs and the summary short
         publish(result, reporter)
     stats = client.stats
@@ -306,20 +310,28 @@ def _clean_up_after_main_step(
     run = read_run_context(ctx.environ)
     clock = ctx.clock_factory()
     client = _client(ctx, run, token, clock, reporter)
+    # A child may exist: wait out a spent quota, but only within the post step's own limit
+    # (GitHub ends a post step 5 minutes after the job is cancelled).
+    client.patience = Patience.CHILD_EXISTS
+    limit = clock.monotonic() + timing.POST_STEP_LIMIT_SECONDS
     workflow = ctx.environ.get(env_name("workflow"), "").strip().removeprefix(".github/workflows/")
-    run_id = run_left_by_main_step(client, clock, state, workflow, reporter.log)
+    run_id = run_left_by_main_step(client, clock, state, workflow, reporter.log, deadline=limit)
     if run_id is None:
         reporter.log("No child run is known: nothing to clean up")
         return EXIT_OK
     try:
-        observation = observe_run(client, run_id, None)
+        observation = observe_run(client, run_id, limit)
     except GitHubError as exc:
         reporter.log(f"Could not read child run {run_id}: {exc}; trying to cancel it anyway")
     else:
         if observation.finished:
             reporter.log(f"Child run {run_id} is already completed: nothing to clean up")
             return EXIT_OK
-    result = cancel_and_confirm(client, clock, run_id, log=reporter.log)
+    window = max(0.0, min(timing.CANCEL_WINDOW_SECONDS, limit - clock.monotonic()))
+    budget = max(0.0, limit - clock.monotonic() - window)
+    result = cancel_and_confirm(
+        client, clock, run_id, window=window, reset_budget=budget, log=reporter.log
+    )
     url = state.get("child-run-url", "") if str(run_id) == state.get("child-run-id") else ""
     link = f" View worker job logs here (run link): {url}" if url else ""
     markdown = reporter.link("View worker job logs here (run link)", url) if url else ""
@@ -369,6 +381,22 @@ def _run_lint(args: argparse.Namespace, ctx: Context) -> int:
     return lint.run(args, ctx.stdout)
 
 
+def _spread_source(environ: Mapping[str, str] | None, *, simulated: bool) -> random.Random:
+    """The random source that spreads admission waits across a fleet (not a secret).
+
+    On a real runner it is seeded by the OS, so coordinators of one run (a matrix) differ too.
+    With an injected clock (a simulation or a test) it is seeded by the run's identity, so every
+    run of a simulation is the same and each coordinator of a simulated fleet differs.
+    """
+    if not simulated or environ is None:
+        return random.Random()  # seeded by the OS; spreading waits needs no secrecy
+    identity = "/".join(
+        environ.get(name, "")
+        for name in ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB")
+    )
+    return random.Random(identity)  # reproducible by design
+
+
 def main(
     argv: Sequence[str] | None = None,
     environ: Mapping[str, str] | None = None,
@@ -381,6 +409,7 @@ def main(
         environ=dict(os.environ) if environ is None else environ,
         clock_factory=(lambda: clock) if clock is not None else SystemClock,
         session_factory=(lambda: session) if session is not None else requests.Session,
+        rng=_spread_source(environ, simulated=clock is not None),
     )
     parser = _build_parser()
     try:

@@ -1,8 +1,9 @@
 """The fallback sequence: one child at a time, pool after pool, until a runner takes it.
 
     parent check -> for each candidate:
-        preflight (source ref, workflow definition) -> dispatch once -> startup window (identity)
-        -> queued (polls, one lands on the deadline)
+        admission (API quota for one candidate, else wait for the reset) -> preflight (source
+        ref, workflow definition) -> dispatch once -> startup window (identity)
+        -> queued (polls, one lands on the deadline; a spent quota is waited out)
             -> deadline: fresh read, cancel, prove nothing ran (5 s polls in a 2-minute window)
                -> next candidate
             -> runner or step seen: no more fallback -> wait for the result (execution timeout)
@@ -13,6 +14,7 @@ exits: every exit leaves the active child confirmed over, or names it as unconfi
 
 from __future__ import annotations
 
+import random
 import secrets
 import traceback
 from collections.abc import Callable
@@ -28,7 +30,14 @@ from runner_queue_fallback.observe import Observation
 from runner_queue_fallback.parent import check_parent
 from runner_queue_fallback.report import Reporter
 from runner_queue_fallback.request_id import RequestId
-from runner_queue_fallback.sequence import cancellation, dispatch, execution, queue, startup
+from runner_queue_fallback.sequence import (
+    cancellation,
+    dispatch,
+    execution,
+    queue,
+    quota,
+    startup,
+)
 from runner_queue_fallback.sequence.context import Sequence
 
 __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
@@ -46,9 +55,11 @@ class Coordinator:
         reporter: Reporter,
         *,
         make_token: Callable[[], str] = lambda: secrets.token_hex(4),
+        rng: random.Random | None = None,
     ) -> None:
-        """Wire the sequence to its client, clock and reporter."""
-        self.seq = Sequence(inputs, run, client, clock, reporter)
+        """Wire the sequence to its client, clock, reporter and random source (admission spread)."""
+        spread = rng or random.Random()  # spreads waits; not a secret
+        self.seq = Sequence(inputs, run, client, clock, reporter, spread)
         self.make_token = make_token
 
     @property
@@ -73,7 +84,10 @@ class Coordinator:
         except Exception as exc:  # noqa: BLE001  # invariant 10: no exception skips the cleanup
             self.result.error = exc if isinstance(exc, RQFError) else self._unexpected(exc)
             try:
-                self._clean_up_safely(window=timing.CANCEL_WINDOW_SECONDS)
+                # After an error the cleanup may wait for a spent quota to reset (a departure).
+                self._clean_up_safely(
+                    window=timing.CANCEL_WINDOW_SECONDS, reset_budget=timing.RESET_WAIT_MAX_SECONDS
+                )
             except Interrupted as signal:
                 # The runner cancelled the step while an error was being cleaned up: start the
                 # cleanup again within the signal's grace, so the result is still published.
@@ -105,10 +119,12 @@ class Coordinator:
 
     def _try(self, attempt: Attempt) -> bool:
         """Run one candidate; True when the sequence is over, False to fall back."""
+        quota.admit(self.seq, attempt)
         dispatch.preflight(self.seq, attempt)
         dispatch.dispatch(self.seq, attempt)
         in_queue = self._wait_in_queue(attempt, startup.wait_for_startup(self.seq, attempt))
         if in_queue is None:
+            queue.wait_for_reset(self.seq, attempt)
             window = self.seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
             at_deadline = queue.read_at_deadline(self.seq, attempt, window)
             if not (at_deadline.has_evidence or at_deadline.finished):
@@ -130,10 +146,10 @@ class Coordinator:
     def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
         execution.wait_for_result(self.seq, attempt, observation)
 
-    def _clean_up_safely(self, window: float) -> None:
+    def _clean_up_safely(self, window: float, reset_budget: float = 0.0) -> None:
         """`_clean_up`; if the cleanup itself fails unexpectedly, name the child it left."""
         try:
-            self._clean_up(window)
+            self._clean_up(window, reset_budget)
         except Exception as exc:  # noqa: BLE001  # the result must still be published
             active = self.seq.active
             self.seq.report.log(f"The cleanup failed: {type(exc).__name__}: {exc}")
@@ -143,7 +159,7 @@ class Coordinator:
                     active, confirmed=False, last=None, detail=detail
                 )
 
-    def _clean_up(self, window: float) -> None:
+    def _clean_up(self, window: float, reset_budget: float = 0.0) -> None:
         seq = self.seq
         for attempt in self.result.attempts:  # a wait that ended by an error is still a wait
             if attempt.queued_at is not None and attempt.queue_left_at is None:
@@ -151,7 +167,12 @@ class Coordinator:
         if seq.active is None:
             return
         self.result.cleanup = cancel_and_confirm(
-            seq.client, seq.clock, seq.active, window=window, log=seq.report.log
+            seq.client,
+            seq.clock,
+            seq.active,
+            window=window,
+            reset_budget=reset_budget,
+            log=seq.report.log,
         )
         if self.result.cleanup.confirmed:
             seq.active = None

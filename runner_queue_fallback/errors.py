@@ -275,10 +275,16 @@ class RateLimited(GitHubAPIError):
         retry_after: float,
         request_id: str | None = None,
         attempts: int = 1,
+        basis: str = "backoff",
     ) -> None:
-        """Record whether it is the primary or secondary limit and how long to wait."""
+        """Record the kind of limit, how long to wait and what the wait is based on.
+
+        `basis` is "retry-after" (GitHub said how long), "reset" (the quota is spent until
+        `x-ratelimit-reset`) or "backoff" (neither: wait at least a minute, then longer).
+        """
         self.kind = kind
         self.retry_after = retry_after
+        self.basis = basis
         super().__init__(
             method,
             path,

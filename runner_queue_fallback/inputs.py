@@ -49,6 +49,7 @@ COORDINATOR_INPUTS = (
     "queue-policy",
     "queue-timeout-minutes",
     "execution-timeout-minutes",
+    "admission-timeout-minutes",
     "runners",
     "workload",
     "source-policy",
@@ -129,6 +130,8 @@ class PoolSettings(BaseModel):
     execution_timeout_minutes: int
     candidates: tuple[Candidate, ...]
     overridden: bool
+    #: the total a sequence may wait for API quota before its dispatches (0: not at all)
+    admission_timeout_minutes: int = timing.DEFAULT_ADMISSION_MINUTES
 
 
 class CoordinatorInputs(BaseModel):
@@ -232,6 +235,18 @@ def _execution_minutes(name: str, raw: str) -> int:
             "must be a whole number of minutes",
             given=raw,
             allowed=f"1 to {timing.EXECUTION_MINUTES_MAX}",
+        )
+    return value
+
+
+def _admission_minutes(name: str, raw: str) -> int:
+    value = whole_number(raw, 6)
+    if value is None or value > timing.ADMISSION_MINUTES_MAX:
+        raise InputError(
+            name,
+            "must be a whole number of minutes",
+            given=raw,
+            allowed=f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}",
         )
     return value
 
@@ -387,6 +402,12 @@ def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSetting
         timing.DEFAULT_EXECUTION_MINUTES,
         required=False,
     )
+    admission = reader.get(
+        "admission-timeout-minutes",
+        _admission_minutes,
+        timing.DEFAULT_ADMISSION_MINUTES,
+        required=False,
+    )
     raw_runners = _raw(reader.environ, "runners")
     if runner_type is None:
         return None
@@ -407,6 +428,7 @@ def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSetting
         execution_timeout_minutes=execution,
         candidates=candidates,
         overridden=raw_runners is not None,
+        admission_timeout_minutes=admission,
     )
 
 

@@ -43,6 +43,18 @@ class Plan:
         return math.ceil(total)
 
     @property
+    def quota_extra_minutes(self) -> float:
+        """What a short API quota may add, outside `timeout_minutes`: admission and one reset.
+
+        The admission waits (`admission-timeout-minutes`, plus one random spread) come before a
+        dispatch; one wait for a spent quota to reset may come once a child exists. Neither is
+        in the minimum timeout, which stays what the spec computes.
+        """
+        admission = self.settings.admission_timeout_minutes
+        spread = timing.ADMISSION_SPREAD_SECONDS / 60 if admission else 0.0
+        return admission + spread + timing.QUOTA_WINDOW_SECONDS / 60
+
+    @property
     def fits_hosted_runner(self) -> bool:
         """Whether the coordinator fits in a GitHub-hosted runner's job time limit."""
         return self.timeout_minutes <= timing.HOSTED_JOB_LIMIT_MINUTES
@@ -61,6 +73,8 @@ class Plan:
             "execution-timeout-minutes": self.settings.execution_timeout_minutes,
             "overhead-minutes": self.overhead_minutes,
             "timeout-minutes": self.timeout_minutes,
+            "admission-timeout-minutes": self.settings.admission_timeout_minutes,
+            "quota-extra-minutes": self.quota_extra_minutes,
             "fits-hosted-runner": self.fits_hosted_runner,
         }
 
@@ -90,6 +104,12 @@ class Plan:
                 " startup + cancellation windows, 2 min parent grace)"
             ),
             f"coordinator job needs timeout-minutes >= {self.timeout_minutes}",
+            (
+                f"possible extra:    up to {_fmt(self.quota_extra_minutes)} min when the "
+                f"repository's API quota runs short (admission-timeout-minutes "
+                f"{s.admission_timeout_minutes} + spread, one quota reset of 60 min); not "
+                "included above"
+            ),
         ]
         if not self.fits_hosted_runner:
             lines.append(

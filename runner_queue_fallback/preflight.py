@@ -17,11 +17,12 @@ from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.observe import ACTIVE_RUN_STATUSES
 from runner_queue_fallback.report import Reporter
 from runner_queue_fallback.sequence.preflight import check_child, read_child, workflow_commit
+from runner_queue_fallback.sequence.quota import RESERVE_REQUESTS
 
 __all__ = ["LOW_QUOTA", "UNVERIFIABLE_PERMISSION", "Check", "run", "unverifiable"]
 
-#: Fewer requests left than this is worth a warning (the coordinator warns at the same number).
-LOW_QUOTA = 50
+#: Fewer requests left than this and the coordinator would wait for the reset before dispatching.
+LOW_QUOTA = RESERVE_REQUESTS
 #: What a read cannot show about the token.
 UNVERIFIABLE_PERMISSION = (
     "the token has `actions: write` (the dispatch and cancel POSTs need it; no read shows it): "
@@ -127,7 +128,12 @@ class _Preflight:
             return Check(
                 "API quota", passed=False, detail="no request left this hour; wait for the reset"
             )
-        low = f" (below {LOW_QUOTA}: run fewer coordinators at once)" if left < LOW_QUOTA else ""
+        low = (
+            f" (below {LOW_QUOTA}: the coordinator would wait for the reset before dispatching; "
+            "run fewer coordinators at once)"
+            if left < LOW_QUOTA
+            else ""
+        )
         return Check("API quota", passed=True, detail=f"{left} requests left this hour{low}")
 
     def run_all(self) -> list[Check]:

@@ -252,7 +252,11 @@ def run_coordinator(
     parent_run_id: int = PARENT_RUN_ID,
     token: str = TOKEN,
 ) -> SimulationRun:
-    """Run `coordinate` (and then the post step, as the runner would) against `world`."""
+    """Run `coordinate` (and then the post step, as the runner would) against `world`.
+
+    The admission spread is seeded by the parent run (see `cli._spread_source`): each coordinator
+    of a fleet differs, and every run of a simulation is the same.
+    """
     with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
         files = Path(tmp)
         environ = coordinator_environ(
@@ -262,7 +266,12 @@ def run_coordinator(
             _interrupt(clock, interrupt_at)
         log = StampedLog(clock.monotonic)
         with capture_stdout(log):
-            code = cli.main(["coordinate"], environ, clock=clock, session=world.session())
+            code = cli.main(
+                ["coordinate"],
+                environ,
+                clock=clock,
+                session=world.session(),
+            )
         state = read_key_values(files / "state")
         result = SimulationRun(
             exit_code=code,

@@ -60,3 +60,39 @@ SIGNAL_CLEANUP_BUDGET_SECONDS: Final = 6.0
 # execution budget and cleanup time." Per candidate: startup window + cancellation window.
 PER_CANDIDATE_OVERHEAD_MINUTES: Final = (STARTUP_WINDOW_SECONDS + CANCEL_WINDOW_SECONDS) / 60
 PARENT_GRACE_MINUTES: Final = PARENT_GRACE_SECONDS / 60
+
+# -- the shared API quota (issue 14; departures from the spec are listed in the README) ----------
+
+# GitHub's primary quota is an hourly window: no reset is ever more than an hour away. A wait for
+# a reset is bounded by this (plus a margin for the clocks), whatever header asked for more.
+QUOTA_WINDOW_SECONDS: Final = 3600.0
+RESET_WAIT_MAX_SECONDS: Final = QUOTA_WINDOW_SECONDS + 60.0
+
+# Secondary limit without `retry-after` and with quota left: "wait for at least one minute before
+# retrying ... increase the time between retries exponentially" (GitHub, best practices).
+SECONDARY_BACKOFF_FIRST_SECONDS: Final = 60.0
+# Once a child exists, how many rate-limit waits one call may take (each a reset, a retry-after
+# or a back-off step) before the error is reported: the waits are long, the count is small.
+PATIENT_RATE_LIMIT_WAITS: Final = 4
+
+# Admission before a dispatch: when the quota is short, the wait until the reset gets a random
+# extra of up to this much, so coordinators that waited together do not all wake together.
+ADMISSION_SPREAD_SECONDS: Final = 300.0
+# `admission-timeout-minutes`: the default total a sequence may wait for admission, and its bounds.
+DEFAULT_ADMISSION_MINUTES: Final = 60
+ADMISSION_MINUTES_MAX: Final = HOSTED_JOB_LIMIT_MINUTES
+
+# The post step may wait this long in all after a cancellation: GitHub ends a post step 5 minutes
+# after the job is cancelled; a minute is left for the container and the summary.
+POST_STEP_LIMIT_SECONDS: Final = 240.0
+
+# Queued (not the spec's "poll once per minute"; a departure listed in the README): far from the
+# deadline the child is read every QUEUE_POLL_FAR_SECONDS; nearer than QUEUE_NEAR_FACTOR times
+# that, the interval shrinks to a third of the time left, never below QUEUE_POLL_NEAR_SECONDS;
+# one poll always lands on the deadline.
+QUEUE_POLL_FAR_SECONDS: Final = 240.0
+QUEUE_POLL_NEAR_SECONDS: Final = 60.0
+QUEUE_NEAR_FACTOR: Final = 3.0
+# While queued and nothing moves, the source ref and the parent run are read this often (the
+# guard still checks both when the child starts; the preflight checks them before a fallback).
+QUEUE_CHECKS_SECONDS: Final = 900.0

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from runner_queue_fallback import timing
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
@@ -190,13 +191,28 @@ def test_identity_mismatch_fails_at_once():
 
 
 def test_source_moved_while_queued_stops_and_cleans_up():
+    """While queued the source ref is read every 15 minutes: the move is seen at the next check."""
     s = Scenario().pools(FOREVER, [], [])
+    s.inputs["queue-timeout-minutes"] = "30"
     s.world.move_ref(SOURCE_REF.removeprefix("refs/"), at=200.0)
     result = s.run()
     assert result.exit_code == 1
     assert "source ref refs/pull/123/merge moved" in result.log
     assert len(dispatch_posts(s.world)) == 1
     assert "cleanup confirmed" in result.log
+    [cancel] = s.cancels()
+    assert cancel <= timing.QUEUE_CHECKS_SECONDS + timing.QUEUE_POLL_FAR_SECONDS
+
+
+def test_source_moved_near_the_deadline_stops_the_fallback_at_the_preflight():
+    """A move the sparse checks miss is still caught before the next dispatch."""
+    s = Scenario().pools(FOREVER, [], [])
+    s.world.move_ref(SOURCE_REF.removeprefix("refs/"), at=200.0)
+    result = s.run()
+    assert result.exit_code == 1
+    assert "source ref refs/pull/123/merge moved" in result.log
+    assert len(dispatch_posts(s.world)) == 1
+    assert children(s.world)[0].conclusion == "cancelled"
 
 
 @pytest.mark.parametrize(("policy", "fails"), [("current", True), ("pinned-after-start", False)])
@@ -250,11 +266,11 @@ def test_execution_timeout_cancels_and_fails():
 def test_parent_cancelled_by_signal_cleans_up_within_the_grace():
     """SIGTERM while queued: the child is cancelled in the main step, confirmed by the post step."""
     s = Scenario(timings=Timings(cancel_delay=3.0)).pools(FOREVER, [], [])
-    result = s.run(interrupt_at=135.0)  # delivered as the 135 s poll wakes up
+    result = s.run(interrupt_at=215.0)  # delivered as the 215 s poll wakes up
     assert result.exit_code == 1
     assert "SIGTERM" in result.log
     cancel = s.cancels()[0]
-    assert 135.0 <= cancel <= 135.0 + 6.0, "within the runner's 7.5 s grace"
+    assert 215.0 <= cancel <= 215.0 + 6.0, "within the runner's 7.5 s grace"
     assert children(s.world)[0].conclusion == "cancelled"
     assert result.post_exit_code == 0
 
@@ -321,11 +337,15 @@ def test_queue_deadline_precision_with_odd_deadlines():
     assert 15 + 90 <= cancel <= 15 + 90 + 5
 
 
-def test_queued_poll_cadence_is_sixty_seconds():
+def test_queued_polls_are_one_to_four_minutes_apart_and_land_on_the_deadline():
+    """A departure from "once per minute": 4 minutes far from the deadline, 1 to 4 near it."""
     s = Scenario().pools(FOREVER, FOREVER, FOREVER)
     s.run()
     queue_waits = [w for w in s.clock.sleeps if w not in (5.0, 15.0)]
-    assert set(queue_waits) <= {60.0}
+    assert queue_waits
+    assert max(queue_waits) <= timing.QUEUE_POLL_FAR_SECONDS
+    # every wait but the one that lands on the deadline is at least a minute
+    assert sorted(queue_waits)[len(s.cancels()) :][0] >= timing.QUEUE_POLL_NEAR_SECONDS
 
 
 def test_conditional_requests_keep_queued_polls_nearly_free():
@@ -346,12 +366,13 @@ def test_bad_input_makes_no_request(capsys):
     assert s.world.ledger == []
 
 
-def test_a_nearly_spent_quota_is_announced_before_dispatch():
-    """The fake's quota is almost used up: the dispatch comes with a warning annotation."""
+def test_a_nearly_spent_quota_delays_the_dispatch_with_a_warning():
+    """Admission: below the reserve the dispatch waits for the reset, with a warning annotation."""
     s = Scenario().pools([], [], [])
-    s.world.quota = 50
+    s.world.spend_quota(s.world.quota - 20)
     result = s.run()
-    assert "::warning title=API quota nearly spent::only" in result.log
+    assert "::warning title=Waiting for API quota::" in result.log
+    assert dispatch_posts(s.world)[0] >= timing.QUOTA_WINDOW_SECONDS
 
 
 def test_a_parent_that_stops_showing_in_progress_ends_the_sequence():

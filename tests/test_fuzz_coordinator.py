@@ -2,10 +2,10 @@
 
 Hypothesis draws a configuration (runner type, policy, overrides, deadlines, execution timeout,
 source policy) and a world (pool availability over time, cancel delays and reporting lags, the
-workload, API faults of every kind with bounded counts, source/workflow changes, the parent
-cancelled or re-run, a SIGTERM), runs `coordinate` and its post step through the simulation
-harness, and checks the invariants of DESIGN.md and the spec's bounds after every run
-(`tests.invariants.check_invariants` and `check_spec_bounds`).
+workload, API faults of every kind with bounded counts, the repository's quota spent by other
+workflows, source/workflow changes, the parent cancelled or re-run, a SIGTERM), runs `coordinate`
+and its post step through the simulation harness, and checks the invariants of DESIGN.md and
+the spec's bounds after every run (`tests.invariants.check_invariants` and `check_spec_bounds`).
 
 A `Case` is plain data, so every bug the fuzzer finds is replayed by name in test_regressions.py.
 Profiles (`RQF_FUZZ_PROFILE`): `ci` (default, derandomized) and `nightly` (see conftest.py).
@@ -101,6 +101,10 @@ class Case:
     lag_reads: int = 0
     #: every rate-limit header carries this odd value (NaN, inf, a date without zone, ...)
     odd_header: str | None = None
+    #: other workflows sharing the token spend the whole hourly quota at this time
+    quota_spent_at: float | None = None
+    #: requests left in the quota when the coordinator starts (None: all of it)
+    quota_left: int | None = None
 
 
 @dataclass
@@ -226,6 +230,10 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         world.finish_parent(PARENT_RUN_ID, "cancelled", at=case.parent_cancel_at)
     if case.parent_rerun_at is not None:
         world.rerun_parent(PARENT_RUN_ID, at=case.parent_rerun_at)
+    if case.quota_left is not None:
+        world.spend_quota(world.quota - case.quota_left)
+    if case.quota_spent_at is not None:
+        world._at(case.quota_spent_at, lambda: world.spend_quota(world.quota))
     return world, sha
 
 
@@ -498,6 +506,8 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
         plant=draw(weighted((4, None), *((1, n) for n in range(len(PLANTS))))),
         lag_reads=draw(weighted((6, 0), (1, 1), (1, 3), (1, 30))),
         odd_header=draw(weighted((6, None), *((1, value) for value in ODD_HEADERS))),
+        quota_spent_at=sometimes(8),
+        quota_left=draw(weighted((12, None), (1, 0), (1, 30), (1, 200))),
     )
 
 
@@ -546,3 +556,7 @@ def _classify(outcome: Outcome) -> None:
         event("interrupted")
     if "NOT confirmed" in run.log + run.post_log:
         event("cleanup not confirmed")
+    if any(e.fault is None and e.status in {403, 429} for e in world.ledger):
+        event("quota spent")
+    if "Waiting for API quota" in run.log:
+        event("admission wait")

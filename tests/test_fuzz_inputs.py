@@ -265,6 +265,7 @@ INPUT_VALUES: dict[str, st.SearchStrategy[str]] = {
     "queue-policy": st.one_of(near("standard", "extended"), junk),
     "queue-timeout-minutes": st.one_of(numbers(1, 60), junk),
     "execution-timeout-minutes": st.one_of(numbers(1, timing.EXECUTION_MINUTES_MAX), junk),
+    "admission-timeout-minutes": st.one_of(numbers(0, timing.ADMISSION_MINUTES_MAX), junk),
     # `runners` is drawn in `input_sets`, knowing the runner type.
     "workload": workloads(),
     "source-policy": st.one_of(near("current", "pinned-after-start"), junk),
@@ -348,6 +349,7 @@ def check_candidates(inputs: CoordinatorInputs, values: Mapping[str, str]) -> No
         # The child's runner input carries group and labels only, never the deadline.
         assert set(json.loads(candidate.runner_json())) == {"group", "labels"}
     assert 1 <= pools.execution_timeout_minutes <= timing.EXECUTION_MINUTES_MAX
+    assert 0 <= pools.admission_timeout_minutes <= timing.ADMISSION_MINUTES_MAX
     raw = values.get("runners", "").strip()
     if not raw:
         minutes = pools.queue_timeout_minutes

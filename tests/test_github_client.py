@@ -28,6 +28,7 @@ from runner_queue_fallback.errors import (
     Unprocessable,
 )
 from runner_queue_fallback.github import CancelOutcome, GitHubClient
+from runner_queue_fallback.github.retry import Patience
 from tests import github_payloads as payloads
 
 TOKEN = "ghs_s3cr3tT0kenValue"
@@ -404,16 +405,102 @@ def test_retry_after_is_honoured(
     ]
 
 
-def test_a_long_retry_after_is_capped_at_a_minute(
+def test_a_long_retry_after_is_never_retried_early_without_a_child(
     client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
 ) -> None:
-    """Spec: at most one minute a wait, whatever retry-after asks for."""
+    """Spec: at most one minute a wait; a retry-after over it fails at once, not a minute early."""
+    error_reply(
+        mocked, 429, "You have exceeded a secondary rate limit", headers={"retry-after": "120"}
+    )
+    with pytest.raises(RateLimited) as caught:
+        client.get_run(42)
+    assert clock.sleeps == []
+    assert caught.value.attempts == 1
+    assert len(mocked.calls) == 1
+
+
+def test_a_long_retry_after_is_waited_out_once_a_child_exists(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, logs: list[str]
+) -> None:
+    """A departure: with a child to watch, the whole retry-after is waited, then the read goes on."""
+    client.patience = Patience.CHILD_EXISTS
     error_reply(
         mocked, 429, "You have exceeded a secondary rate limit", headers={"retry-after": "120"}
     )
     run_reply(mocked)
     client.get_run(42)
-    assert clock.sleeps == [60.0]
+    assert clock.sleeps == [120.0]
+    assert "a child exists, so the wait is taken in full" in logs[0]
+
+
+def test_a_secondary_limit_without_retry_after_waits_a_minute_then_longer(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """GitHub: at least one minute, then exponential back-off (here while a child exists)."""
+    client.patience = Patience.CHILD_EXISTS
+    reset = int(clock.now().timestamp()) + 5  # a reset seconds away is not a reason to retry
+    headers = {"x-ratelimit-remaining": "250", "x-ratelimit-reset": str(reset)}
+    for _ in range(3):
+        error_reply(mocked, 403, "You have exceeded a secondary rate limit", headers=headers)
+    run_reply(mocked)
+    client.get_run(42)
+    assert clock.sleeps == [60.0, 120.0, 240.0]
+
+
+def test_a_spent_quota_is_waited_out_once_a_child_exists(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """Primary quota spent, reset 40 minutes ahead: one wait until the reset, then the read."""
+    client.patience = Patience.CHILD_EXISTS
+    reset = int(clock.now().timestamp()) + 2400
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
+    error_reply(mocked, 403, "API rate limit exceeded", headers=headers)
+    run_reply(mocked)
+    client.get_run(42)
+    assert clock.sleeps == [2401.0]
+    assert client.stats.quota_waited == 2401.0
+
+
+def test_a_known_spent_quota_sends_nothing_before_the_reset(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, logs: list[str]
+) -> None:
+    """The last reply said 0 left: the next read waits for the reset instead of being refused."""
+    client.patience = Patience.CHILD_EXISTS
+    reset = int(clock.now().timestamp()) + 300
+    run_reply(mocked, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)})
+    client.get_run(42)
+    run_reply(mocked)
+    client.get_run(42)
+    assert clock.sleeps == [301.0]
+    assert len(mocked.calls) == 2
+    assert "waiting for its reset" in logs[0]
+
+
+def test_a_reset_past_the_deadline_ends_the_call_with_nothing_sent(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """Inside a window (the cancellation proof) a reset after it cannot be waited for."""
+    client.patience = Patience.CHILD_EXISTS
+    reset = int(clock.now().timestamp()) + 300
+    run_reply(mocked, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)})
+    client.get_run(42)
+    with pytest.raises(DeadlineExceeded, match="quota is spent until its reset"):
+        client.get_run(42, deadline=clock.monotonic() + 120)
+    assert clock.sleeps == []
+    assert len(mocked.calls) == 1
+
+
+def test_rate_limit_overview_is_read_from_core(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """GET /rate_limit: `resources.core` fills the known quota."""
+    reset = int(clock.now().timestamp()) + 900
+    core = {"limit": 1000, "remaining": 17, "reset": reset, "used": 983}
+    mocked.get(f"{API}/rate_limit", json={"resources": {"core": core}})
+    client.get_rate_limit()
+    assert (client.stats.rate_remaining, client.stats.rate_limit) == (17, 1000)
+    assert client.quota_known()
+    assert client.seconds_to_reset() == 901.0
 
 
 def test_retry_after_as_an_http_date(
@@ -431,14 +518,13 @@ def test_retry_after_as_an_http_date(
     ("ahead", "wait"),
     [
         pytest.param(37, 38.0, id="reset-37s-ahead-plus-1s-margin"),
-        pytest.param(300, 60.0, id="reset-300s-ahead-capped"),
         pytest.param(-5, 0.0, id="reset-already-passed"),
     ],
 )
 def test_primary_limit_waits_until_reset(
     client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, ahead: int, wait: float
 ) -> None:
-    """x-ratelimit-remaining 0: wait until the reset (on the Clock's now) + 1 s, at most 60 s."""
+    """x-ratelimit-remaining 0: wait until the reset (on the Clock's now) + 1 s."""
     reset = int(clock.now().timestamp()) + ahead
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
     error_reply(mocked, 403, "API rate limit exceeded", headers=headers)
@@ -474,14 +560,14 @@ def test_rate_limit_without_a_time_waits_60_seconds(
     message: str,
     kind: str,
 ) -> None:
-    """Neither retry-after nor a reset: wait one minute; the kind follows githubkit's rules."""
-    for _ in range(3):
+    """Neither retry-after nor a reset: one minute, then two, which the spec's cap refuses."""
+    for _ in range(2):
         error_reply(mocked, status, message, headers=headers)
     with pytest.raises(RateLimited) as caught:
         client.get_run(42)
-    assert clock.sleeps == [60.0, 60.0]
+    assert clock.sleeps == [60.0]
     assert caught.value.kind == kind
-    assert caught.value.attempts == 3
+    assert caught.value.attempts == 2
     assert f"{kind} rate limit" in str(caught.value)
 
 

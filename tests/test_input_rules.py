@@ -15,6 +15,7 @@ POOL_INPUTS = {
     "queue-policy",
     "queue-timeout-minutes",
     "execution-timeout-minutes",
+    "admission-timeout-minutes",
     "runners",
 }
 GOOD = {

@@ -258,12 +258,13 @@ def test_defaults_are_what_the_code_applies_when_omitted(path, valid, read):
 
 
 def test_documented_default_values():
-    """The defaults the issue fixes: standard, 180, current, {} and the job's token."""
+    """The defaults the issues fix: standard, 180, 60, current, {} and the job's token."""
     inputs = _load(ACTION)["inputs"]
     got = {name: spec.get("default") for name, spec in inputs.items() if "default" in spec}
     assert got == {
         "queue-policy": "standard",
         "execution-timeout-minutes": "180",
+        "admission-timeout-minutes": "60",
         "workload": "{}",
         "source-policy": "current",
         "token": "${{ github.token }}",
@@ -271,6 +272,7 @@ def test_documented_default_values():
     parsed = read_coordinator_inputs(_env(VALID_COORDINATOR), load_profiles())
     assert parsed.pools.queue_policy == "standard"
     assert parsed.pools.execution_timeout_minutes == 180
+    assert parsed.pools.admission_timeout_minutes == 60
     assert parsed.source_policy == "current"
     assert parsed.workload == "{}"
 

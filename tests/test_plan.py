@@ -117,3 +117,24 @@ def test_a_budget_over_the_hosted_job_limit_is_pointed_out(capsys: pytest.Captur
     assert (over["timeout-minutes"], over["fits-hosted-runner"]) == (361, False)
     main(["plan", *flags, "--execution-timeout-minutes", "181"], {})
     assert "360-minute limit" in capsys.readouterr().out
+
+
+def test_the_quota_extra_time_is_shown_on_its_own_line_outside_the_timeout():
+    """Admission and one quota reset may add time; the minimum timeout stays the spec's figure."""
+    base = plan_json("--runner-type", "cpu", "--execution-timeout-minutes", "15")
+    longer = plan_json(
+        "--runner-type",
+        "cpu",
+        "--execution-timeout-minutes",
+        "15",
+        "--admission-timeout-minutes",
+        "30",
+    )
+    assert base["timeout-minutes"] == longer["timeout-minutes"]
+    assert base["quota-extra-minutes"] == 60 + 5 + 60
+    assert longer["quota-extra-minutes"] == 30 + 5 + 60
+    out = io.StringIO()
+    assert _run(out, ["plan", "--runner-type", "cpu", "--admission-timeout-minutes", "0"], {}) == 0
+    [line] = [ln for ln in out.getvalue().splitlines() if ln.startswith("possible extra:")]
+    assert "up to 60 min" in line
+    assert "not included above" in line

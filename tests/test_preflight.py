@@ -22,7 +22,7 @@ from runner_queue_fallback.errors import (
 from runner_queue_fallback.inputs import CHILD_INPUTS, env_name
 from runner_queue_fallback.lint.model import Finding
 from runner_queue_fallback.preflight import LOW_QUOTA, UNVERIFIABLE_PERMISSION
-from runner_queue_fallback.sequence import dispatch
+from runner_queue_fallback.sequence import quota
 from runner_queue_fallback.sequence.preflight import child_findings, is_blocking
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
 from runner_queue_fallback.sim.world import FakeGitHub
@@ -381,4 +381,4 @@ def test_preflight_bad_input_exits_2_without_a_request():
 
 def test_preflight_warns_at_the_coordinators_quota_threshold():
     """The command's low-quota line uses the coordinator's own threshold."""
-    assert dispatch._LOW_QUOTA == LOW_QUOTA  # the two must agree
+    assert quota.RESERVE_REQUESTS == LOW_QUOTA  # the two must agree

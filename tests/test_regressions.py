@@ -26,11 +26,11 @@ def test_signal_during_the_cleanup_of_an_error_still_publishes_the_result():
     Fix: the cleanup restarts within the signal grace and the result is published.
     """
     case = Case(
-        inputs=base_inputs({"queue-timeout-minutes": "5"}),
+        inputs=base_inputs({"queue-timeout-minutes": "20"}),
         pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16", busy=FULL),),
         timings=Timings(cancel_delay=30.0),
-        move_source_at=100.0,
-        interrupt_at=150.0,
+        move_source_at=100.0,  # seen by the first source check 15 minutes on (at 1002 s)
+        interrupt_at=1010.0,
         guard=False,
     )
     outcome = execute(case)
@@ -58,11 +58,14 @@ def test_worker_done_at_the_execution_deadline_with_a_lagging_job_report_is_not_
         inputs=base_inputs({"queue-timeout-minutes": "1", "execution-timeout-minutes": "2"}),
         pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
         timings=Timings(visibility_delay=0.0, job_completion_lag=10.0, latency=0.25),
-        workload=Workload(outcome="success", duration=120.0),
+        # 110 s of workload after the guard: done just inside the 2 minutes counted from the
+        # runner's allocation (the job's started_at), with the job's report 10 s behind.
+        workload=Workload(outcome="success", duration=110.0),
     )
     outcome = execute(case)
     run = outcome.run
     assert run.exit_code == 0, run.log
+    assert "waiting for the lagging report" in run.log
     assert "did not finish within execution-timeout-minutes" not in run.log
     [kid] = children(outcome.world)
     assert kid.conclusion == "success"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Final, TypeVar
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -44,11 +44,14 @@ from runner_queue_fallback.github.models import (
     GitTag,
     Job,
     JobList,
+    RateLimitOverview,
     WorkflowRun,
     WorkflowRunList,
 )
 from runner_queue_fallback.github.retry import (
     DEADLINE_WINDOW,
+    RESET_MARGIN_SECONDS,
+    Patience,
     classify_rate_limit,
     describe_failure,
     spec_retrying,
@@ -107,8 +110,14 @@ class RequestStats:
     not_modified: int = 0
     #: The last `x-ratelimit-remaining` GitHub reported.
     rate_remaining: int | None = None
+    #: The last `x-ratelimit-limit` GitHub reported (never assumed: Enterprise Cloud differs).
+    rate_limit: int | None = None
+    #: The last `x-ratelimit-reset` GitHub reported, in UTC epoch seconds.
+    rate_reset: float | None = None
     #: Retry waits taken.
     retries: int = 0
+    #: Seconds spent waiting for a spent quota to reset (only while a child exists).
+    quota_waited: float = 0.0
 
     @property
     def counted(self) -> int:
@@ -175,6 +184,9 @@ class GitHubClient:
         self._cache: dict[str, _Cached] = {}
         self._links: dict[str, str] = {}  # the Link header of each cached list page
         self.stats = RequestStats()
+        #: How long calls may wait out a rate limit: the sequence sets CHILD_EXISTS while it has
+        #: a child to watch or clean up, and SPEC again once none is left.
+        self.patience = Patience.SPEC
 
     def __repr__(self) -> str:
         """Show where the client points, never its token."""
@@ -373,6 +385,45 @@ class GitHubClient:
         file_path = self._path("contents", *path.lstrip("/").split("/"))
         return self._get(file_path, {"ref": ref}, ContentFile, deadline)
 
+    def get_rate_limit(self, *, deadline: float | None = None) -> RateLimitOverview:
+        """Read the repository's quota (`GET /rate_limit`, not counted against the primary limit).
+
+        Only for when no reply has said how much is left; the headers of every reply say it too.
+        """
+        overview = self._get("/rate_limit", {}, RateLimitOverview, deadline, cacheable=False)
+        core = overview.resources.core
+        self.stats.rate_remaining, self.stats.rate_limit = core.remaining, core.limit
+        self.stats.rate_reset = float(core.reset)
+        return overview
+
+    def quota_known(self) -> bool:
+        """Whether a reply said how much quota is left in the current window."""
+        reset = self.stats.rate_reset
+        return (
+            self.stats.rate_remaining is not None
+            and reset is not None
+            and reset > self._clock.now().timestamp()
+        )
+
+    def seconds_to_reset(self) -> float:
+        """Seconds until the known quota window resets (+1 s margin); 0 when none is known."""
+        reset = self.stats.rate_reset
+        if reset is None:
+            return 0.0
+        return max(0.0, reset - self._clock.now().timestamp() + RESET_MARGIN_SECONDS)
+
+    def quota_reset_in(self) -> float | None:
+        """Seconds until the quota resets when the last reply said it is spent; else None."""
+        if self.stats.rate_remaining != 0:
+            return None
+        return self.seconds_to_reset() or None
+
+    def reset_time(self) -> str:
+        """The known reset as a UTC time for log lines (`?` when none is known)."""
+        if self.stats.rate_reset is None:
+            return "?"
+        return datetime.fromtimestamp(self.stats.rate_reset, UTC).strftime("%H:%M:%SZ")
+
     # -- cancellation ---------------------------------------------------------------------
 
     def cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
@@ -443,25 +494,67 @@ class GitHubClient:
         self, method: str, path: str, deadline: float | None, attempt: Callable[[int], _T]
     ) -> _T:
         """Run `attempt(number)` under the specification's retry rules."""
+        patience = self.patience
 
         def before_sleep(state: RetryCallState) -> None:
             self.stats.retries += 1
-            if self._log is None or state.outcome is None:
+            failure = state.outcome.exception() if state.outcome is not None else None
+            patient = isinstance(failure, RateLimited) and patience is Patience.CHILD_EXISTS
+            if patient and isinstance(failure, RateLimited) and failure.basis == "reset":
+                self.stats.quota_waited += state.upcoming_sleep
+            if self._log is None:
                 return
-            failure = state.outcome.exception()
             what = describe_failure(failure) if failure is not None else "?"
+            if patient:
+                until = self._clock.now() + timedelta(seconds=state.upcoming_sleep)
+                self._log(
+                    f"{method} {path} -> {what}; a child exists, so the wait is taken in full: "
+                    f"nothing is sent until {until:%H:%M:%SZ} ({state.upcoming_sleep:.0f}s)"
+                )
+                return
             self._log(
                 f"{method} {path} -> {what}; retry {state.attempt_number} of "
                 f"{timing.MAX_RETRIES} in {state.upcoming_sleep:g}s"
             )
 
+        self._wait_for_reset(method, path, deadline)
         retrying = spec_retrying(
-            self._clock, deadline, method=method, path=path, before_sleep=before_sleep
+            self._clock,
+            deadline,
+            method=method,
+            path=path,
+            before_sleep=before_sleep,
+            patience=patience,
         )
         for try_ in retrying:
             with try_:
                 result = attempt(try_.retry_state.attempt_number)
         return result
+
+    def _wait_for_reset(self, method: str, path: str, deadline: float | None) -> None:
+        """While a child exists, send nothing the spent quota can only refuse: wait for the reset.
+
+        A reset past the caller's deadline cannot be waited for inside the call: it ends with
+        DeadlineExceeded, and nothing is sent.
+        """
+        wait = self.quota_reset_in()
+        if wait is None or self.patience is not Patience.CHILD_EXISTS:
+            return
+        if deadline is not None and self._clock.monotonic() + wait > deadline:
+            raise DeadlineExceeded(
+                method,
+                path,
+                DEADLINE_WINDOW,
+                f"the API quota is spent until its reset at {self.reset_time()}, after the window "
+                "closes; nothing was sent",
+            )
+        if self._log is not None:
+            self._log(
+                f"API quota spent (0 of {self.stats.rate_limit or '?'} left): waiting for its reset "
+                f"at {self.reset_time()} ({wait:.0f}s) before {method} {path}"
+            )
+        self.stats.quota_waited += wait
+        self._clock.sleep(wait)
 
     def _checked_send(
         self,
@@ -530,10 +623,20 @@ class GitHubClient:
         except requests.RequestException as exc:
             detail = self._redact(f"{type(exc).__name__}: {exc}")
             raise TransportError(method, path, detail, attempts=attempts) from None
-        remaining = response.headers.get("x-ratelimit-remaining", "")
-        if remaining.isascii() and remaining.isdigit() and len(remaining) <= _MAX_DIGITS:
-            self.stats.rate_remaining = int(remaining)
+        self._note_quota(response.headers)
         return response
+
+    def _note_quota(self, headers: Mapping[str, str]) -> None:
+        """Keep the quota every reply reports: remaining, limit and reset (ASCII digits only)."""
+        remaining = _whole(headers.get("x-ratelimit-remaining"))
+        if remaining is not None:
+            self.stats.rate_remaining = remaining
+        limit = _whole(headers.get("x-ratelimit-limit"))
+        if limit is not None:
+            self.stats.rate_limit = limit
+        reset = _whole(headers.get("x-ratelimit-reset"))
+        if reset is not None:
+            self.stats.rate_reset = float(reset)
 
     def _parse(
         self, method: str, path: str, body: bytes, model: type[_ModelT], attempts: int
@@ -568,6 +671,7 @@ class GitHubClient:
                 retry_after=limit.wait,
                 request_id=request_id,
                 attempts=attempts,
+                basis=limit.basis,
             )
         error_class: type[GitHubAPIError] = {
             401: Unauthorized,
@@ -624,3 +728,10 @@ def _next_link(header: str) -> str | None:
         if "next" in rels and target.strip().startswith("<") and target.strip().endswith(">"):
             return target.strip()[1:-1]
     return None
+
+
+def _whole(value: str | None) -> int | None:
+    """A header that must be a whole number: ASCII digits, not too many; else None (absent)."""
+    if value is None or not (value.isascii() and value.isdigit()) or len(value) > _MAX_DIGITS:
+        return None
+    return int(value)

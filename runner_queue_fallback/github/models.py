@@ -23,6 +23,7 @@ __all__ = [
     "GitTag",
     "Job",
     "JobList",
+    "RateLimitOverview",
     "Step",
     "WorkflowRun",
     "WorkflowRunList",
@@ -167,6 +168,26 @@ class ContentFile(_Reply):
             return base64.b64decode(self.content).decode("utf-8")
         except (binascii.Error, UnicodeDecodeError):
             return None
+
+
+class RateLimitWindow(_Reply):
+    """One resource's quota in `GET /rate_limit`: `reset` is in UTC epoch seconds."""
+
+    limit: int
+    remaining: int
+    reset: int
+
+
+class RateLimitResources(_Reply):
+    """The resources of `GET /rate_limit`; the REST API's quota is `core`."""
+
+    core: RateLimitWindow
+
+
+class RateLimitOverview(_Reply):
+    """`GET /rate_limit` (2026-03-10 dropped the top-level `rate`: use `resources.core`)."""
+
+    resources: RateLimitResources
 
 
 class CancelOutcome(enum.Enum):

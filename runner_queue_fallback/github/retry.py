@@ -4,8 +4,12 @@ The specification's rules ("Behavior and limits"):
 
 - reads and cancellation get at most two retries (`timing.MAX_RETRIES`);
 - network errors, timeouts, malformed JSON, HTTP 408 and 5xx wait 5 s, then 10 s;
-- rate limits wait `retry-after`, else until `x-ratelimit-reset` (+1 s), else 60 s, capped at
-  60 s a wait;
+- rate limits wait as GitHub documents: `retry-after`; else, when `x-ratelimit-remaining` is 0,
+  until `x-ratelimit-reset` (+1 s); else at least 60 s, then exponentially longer. Under
+  `Patience.SPEC` (no child exists) a wait longer than 60 s is never shortened: the error is
+  raised at once. Under `Patience.CHILD_EXISTS` (a departure from the spec, listed in the README)
+  such a wait is taken, up to `timing.PATIENT_RATE_LIMIT_WAITS` of them a call, and rate-limit
+  waits do not use up the two retries: giving up would leave the child behind;
 - 401/403 (not a rate limit), 404, 409, 422 and other 4xx are never retried;
 - every attempt and every wait shares the caller's deadline: a wait that would end past it is
   not taken, and `DeadlineExceeded` carries the last error instead.
@@ -23,7 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import NoReturn
 
-from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+from tenacity import RetryCallState, Retrying, retry_if_exception
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
@@ -41,8 +45,10 @@ __all__ = [
     "DEADLINE_WINDOW",
     "MAX_ATTEMPTS",
     "DeadlineStop",
+    "Patience",
     "RateLimit",
     "RateLimitKind",
+    "RetryBudget",
     "SpecWait",
     "classify_rate_limit",
     "describe_failure",
@@ -64,6 +70,15 @@ DEADLINE_WINDOW = "caller's deadline window"
 RESET_MARGIN_SECONDS = 1.0
 
 
+class Patience(enum.Enum):
+    """How long a call may wait out a rate limit; the sequence sets it on the client."""
+
+    #: No child exists: the spec's rule, at most two retries of at most one minute each.
+    SPEC = "spec"
+    #: A child exists: wait out a spent quota or a long `retry-after` rather than abandon it.
+    CHILD_EXISTS = "child-exists"
+
+
 class RateLimitKind(enum.Enum):
     """GitHub's two kinds of rate limit."""
 
@@ -77,6 +92,8 @@ class RateLimit:
 
     kind: RateLimitKind
     wait: float
+    #: what the wait is based on: "retry-after", "reset" or "backoff"
+    basis: str
 
 
 def classify_rate_limit(
@@ -102,22 +119,42 @@ def classify_rate_limit(
         kind = RateLimitKind.SECONDARY
     else:
         return None
-    return RateLimit(kind, rate_limit_wait(headers, now))
+    return RateLimit(kind, rate_limit_wait(headers, now), _basis(headers, now))
 
 
 def rate_limit_wait(headers: Mapping[str, str], now: datetime) -> float:
-    """Seconds to wait: `retry-after`, else until `x-ratelimit-reset` + 1 s, else 60; cap 60.
+    """Seconds to wait, as GitHub documents; not capped (the retry policy decides).
 
-    `now` is the Clock's wall time (`clock.now()`), never the machine's.
+    `retry-after` when present; else, when `x-ratelimit-remaining` is 0, until
+    `x-ratelimit-reset` + 1 s; else 60 s (the first step of a back-off). `now` is the Clock's
+    wall time (`clock.now()`), never the machine's.
 
     Ref: https://docs.github.com/rest/using-the-rest-api/best-practices-for-using-the-rest-api#handle-rate-limit-errors-appropriately
     """
-    wait = retry_after_seconds(headers.get("retry-after"), now)
-    if wait is None:
+    basis = _basis(headers, now)
+    wait: float | None
+    if basis == "retry-after":
+        wait = retry_after_seconds(headers.get("retry-after"), now)
+    elif basis == "reset":
         wait = reset_seconds(headers.get("x-ratelimit-reset"), now)
-    if wait is None:
-        wait = timing.RATE_LIMIT_WAIT_CAP_SECONDS
-    return min(max(wait, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
+    else:
+        wait = timing.SECONDARY_BACKOFF_FIRST_SECONDS
+    return wait if wait is not None and wait > 0 else 0.0  # a past time is no wait
+
+
+def _basis(headers: Mapping[str, str], now: datetime) -> str:
+    """What a rate-limit wait rests on: "retry-after", "reset" (a spent quota) or "backoff".
+
+    An odd `retry-after` or reset (NaN, infinite, negative, a date without a zone) is absent.
+    """
+    if retry_after_seconds(headers.get("retry-after"), now) is not None:
+        return "retry-after"
+    if (
+        headers.get("x-ratelimit-remaining") == "0"
+        and reset_seconds(headers.get("x-ratelimit-reset"), now) is not None
+    ):
+        return "reset"
+    return "backoff"
 
 
 def retry_after_seconds(value: str | None, now: datetime) -> float | None:
@@ -181,16 +218,58 @@ def describe_failure(exc: BaseException) -> str:
 
 
 class SpecWait(wait_base):
-    """The wait before a retry: the rate-limit wait, or 5 s then 10 s for transient errors."""
+    """The wait before a retry: the rate-limit wait, or 5 s then 10 s for transient errors.
+
+    A secondary limit without `retry-after` (basis "backoff") waits 60 s, then twice as long at
+    each further one in the same call.
+    """
+
+    def __init__(self) -> None:
+        """Start a call with no back-off step taken."""
+        self.backoffs = 0
 
     def __call__(self, retry_state: RetryCallState) -> float:
         """Pick the wait for the attempt that just failed."""
         exc = _last_exception(retry_state)
         if isinstance(exc, RateLimited):
             wait = exc.retry_after if math.isfinite(exc.retry_after) else 0.0
-            return min(max(wait, 0.0), timing.RATE_LIMIT_WAIT_CAP_SECONDS)
+            if exc.basis == "backoff":
+                self.backoffs += 1
+                return float(wait * 2 ** (self.backoffs - 1))
+            return max(wait, 0.0)
         backoff = timing.TRANSIENT_BACKOFF_SECONDS
         return backoff[min(retry_state.attempt_number, len(backoff)) - 1]
+
+
+class RetryBudget(stop_base):
+    """Stop when the call's retries are used up; rate-limit waits follow `patience`.
+
+    Under `Patience.SPEC` every failure uses one of the two retries, and a rate-limit wait over
+    60 s stops at once (never retried early). Under `Patience.CHILD_EXISTS` a rate-limit wait
+    uses none of them; up to `timing.PATIENT_RATE_LIMIT_WAITS` such waits of at most an hour each
+    are taken, each counted separately.
+    """
+
+    def __init__(self, patience: Patience) -> None:
+        """Start a call with no retry used."""
+        self.patience = patience
+        self.spec_failures = 0
+        self.rate_limit_waits = 0
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        """Whether the retrying stops after the attempt that just failed."""
+        exc = _last_exception(retry_state)
+        wait = retry_state.upcoming_sleep
+        if isinstance(exc, RateLimited) and self.patience is Patience.CHILD_EXISTS:
+            self.rate_limit_waits += 1
+            return (
+                self.rate_limit_waits > timing.PATIENT_RATE_LIMIT_WAITS
+                or wait > timing.RESET_WAIT_MAX_SECONDS
+            )
+        self.spec_failures += 1
+        if isinstance(exc, RateLimited) and wait > timing.RATE_LIMIT_WAIT_CAP_SECONDS:
+            return True  # the spec caps a wait at a minute: a request sooner can only be refused
+        return self.spec_failures > timing.MAX_RETRIES
 
 
 class DeadlineStop(stop_base):
@@ -214,23 +293,26 @@ class DeadlineStop(stop_base):
         return self.clock.monotonic() + retry_state.upcoming_sleep > self.deadline
 
 
-def spec_retrying(
+def spec_retrying(  # the call's whole policy, named
     clock: Clock,
     deadline: float | None,
     *,
     method: str,
     path: str,
     before_sleep: Callable[[RetryCallState], None] | None = None,
+    patience: Patience = Patience.SPEC,
 ) -> Retrying:
     """A tenacity `Retrying` that applies the specification's rules on `clock`.
 
     When attempts run out, the last error is raised as is (it carries the attempt count). When
     the deadline stops the retries early, `DeadlineExceeded` is raised carrying the last error.
     """
+    budget = RetryBudget(patience)
+    deadline_stop = DeadlineStop(clock, deadline)
 
     def give_up(retry_state: RetryCallState) -> NoReturn:
         exc = _last_exception(retry_state)
-        if retry_state.attempt_number < MAX_ATTEMPTS:
+        if deadline_stop(retry_state) and not _budget_spent(budget, exc, retry_state):
             wait = retry_state.upcoming_sleep
             raise DeadlineExceeded(
                 method,
@@ -242,13 +324,26 @@ def spec_retrying(
 
     return Retrying(
         sleep=clock.sleep,
-        stop=stop_after_attempt(MAX_ATTEMPTS) | DeadlineStop(clock, deadline),
+        stop=budget | deadline_stop,
         wait=SpecWait(),
         retry=retry_if_exception(is_retryable),
         reraise=True,
         before_sleep=before_sleep,
         retry_error_callback=give_up,
     )
+
+
+def _budget_spent(budget: RetryBudget, exc: BaseException, retry_state: RetryCallState) -> bool:
+    """Whether the budget (not only the deadline) ended the call: then the error is raised as is."""
+    wait = retry_state.upcoming_sleep
+    if isinstance(exc, RateLimited) and budget.patience is Patience.CHILD_EXISTS:
+        return (
+            budget.rate_limit_waits > timing.PATIENT_RATE_LIMIT_WAITS
+            or wait > timing.RESET_WAIT_MAX_SECONDS
+        )
+    if isinstance(exc, RateLimited) and wait > timing.RATE_LIMIT_WAIT_CAP_SECONDS:
+        return True
+    return budget.spec_failures > timing.MAX_RETRIES
 
 
 def _last_exception(retry_state: RetryCallState) -> BaseException:

@@ -234,7 +234,8 @@ def _timeout(
     text = (node.text or "").strip() if node is not None else ""
     budget = (
         f"{plan.queue_minutes:g} min of queues, {plan.settings.execution_timeout_minutes} min of "
-        f"execution, {plan.overhead_minutes:g} min of startup and cancellation"
+        f"execution, {plan.overhead_minutes:g} min of startup and cancellation; a short API "
+        f"quota may add up to {plan.quota_extra_minutes:g} min more, not counted here"
     )
     if hosted is not None and need > _HOSTED_JOB_MINUTES:
         report.add(

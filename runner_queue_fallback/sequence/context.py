@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 from runner_queue_fallback.attempts import Attempt, Result
@@ -9,6 +10,7 @@ from runner_queue_fallback.cleanup import observe_run
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import SequenceError
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.observe import (
     ACTIVE_RUN_STATUSES,
@@ -30,6 +32,8 @@ class Sequence:
     client: GitHubClient
     clock: Clock
     report: Reporter
+    #: the spread of admission waits; the composition root injects it (seeded in tests)
+    rng: random.Random = field(default_factory=random.Random)
     result: Result = field(default_factory=Result)
     #: the identity the child being watched must show (set at its dispatch)
     expected: Expected | None = None
@@ -37,10 +41,23 @@ class Sequence:
     definition_sha: str | None = None
     #: commit of workflow-ref read by the last preflight: the head SHA the child must show
     commit: str = ""
-    #: the child run that may still be running: cleanup cancels and confirms it
-    active: int | None = None
+    #: the child run that may still be running (see `active`)
+    _active: int | None = None
     #: an attempt whose dispatch POST was sent but whose run id is not known yet
     in_flight: Attempt | None = None
+    #: when the child's job was last read without a runner (bounds the allocation time)
+    last_queued_read: float | None = None
+
+    @property
+    def active(self) -> int | None:
+        """The child run that may still be running: cleanup cancels and confirms it."""
+        return self._active
+
+    @active.setter
+    def active(self, run_id: int | None) -> None:
+        """While a child exists, the client waits out a spent quota rather than abandon it."""
+        self._active = run_id
+        self.client.patience = Patience.SPEC if run_id is None else Patience.CHILD_EXISTS
 
     @property
     def expected_path(self) -> str:
@@ -79,6 +96,8 @@ class Sequence:
     def note_job(self, attempt: Attempt, observation: Observation) -> None:
         """Record the job's link, and start the queue clock when the job is first seen queued."""
         job = observation.job
+        if job is not None and not observation.has_evidence:
+            self.last_queued_read = self.clock.monotonic()
         if job is not None and attempt.job_url is None:
             attempt.job_url = job.html_url or f"{attempt.run_url}/job/{job.id}"
         if attempt.queued_at is None and not observation.has_evidence and job is not None:

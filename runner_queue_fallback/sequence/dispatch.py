@@ -26,9 +26,6 @@ __all__ = ["LOOKBACK_SECONDS", "dispatch", "find_interrupted_dispatch", "preflig
 
 #: How far back to look for a run whose dispatch reply was lost (clock skew margin).
 LOOKBACK_SECONDS = 300
-#: Below this many remaining requests a dispatch comes with a warning (not in the spec: a child
-#: costs about 10 counted requests to start, cancel and confirm).
-_LOW_QUOTA = 50
 
 
 def preflight(seq: Sequence, attempt: Attempt) -> None:
@@ -60,7 +57,6 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         "runner": attempt.candidate.runner_json(),
         "workload": seq.inputs.workload,
     }
-    _warn_if_quota_low(seq)
     seq.report.save_state("request-id", attempt.request_id)
     seq.report.save_state("dispatched-at", seq.clock.now().isoformat())
     attempt.dispatched_at = seq.clock.monotonic()
@@ -84,22 +80,6 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         f"Child {attempt.request_id} dispatched to {attempt.candidate.pool_text}: {reply.html_url}",
         title=f"Candidate {attempt.number}",
     )
-
-
-def _warn_if_quota_low(seq: Sequence) -> None:
-    """Say so before dispatching when the repository's API quota is nearly spent.
-
-    Watching and cancelling a child costs requests; past the limit the spec's two capped
-    retries cannot wait for an hourly reset, so a child could be left without cleanup.
-    """
-    remaining = seq.client.stats.rate_remaining
-    if remaining is not None and remaining < _LOW_QUOTA:
-        seq.report.warning(
-            f"only {remaining} API requests are left in this repository's hourly quota; if it "
-            "runs out, children may be left uncancelled. Run fewer coordinators at once "
-            "(strategy.max-parallel)",
-            title="API quota nearly spent",
-        )
 
 
 def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:

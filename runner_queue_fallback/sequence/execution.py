@@ -17,16 +17,37 @@ __all__ = ["execution_timeout", "judge", "start_execution", "wait_for_result"]
 
 
 def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -> float:
-    """Book the end of the queue wait; the execution deadline, on the monotonic clock."""
+    """Book the end of the queue wait; the execution deadline, on the monotonic clock.
+
+    The allocation time is GitHub's own (the job's `started_at`), so polls that are minutes apart
+    do not start the execution timeout late; it is bounded by the last read that still showed no
+    runner (a queued job's `started_at` is its queueing time) and by now.
+    """
     now = seq.clock.monotonic()
+    started = _allocated_at(seq, attempt, observation, now)
     if attempt.queued_at is None:  # already allocated at the first look: no queue seen
-        attempt.queued_at = now
+        attempt.queued_at = started
     if attempt.queue_left_at is None:
-        attempt.queue_left_at = now
+        attempt.queue_left_at = max(started, attempt.queued_at)
     attempt.outcome = "runner allocated"
     if observation.has_evidence:
-        seq.report.log(f"Runner allocated to child {attempt.run_id}: fallback is now disabled")
-    return now + seq.inputs.pools.execution_timeout_minutes * 60
+        seq.report.log(
+            f"Runner allocated to child {attempt.run_id} {seconds(now - started)} ago: fallback "
+            "is now disabled"
+        )
+    return started + seq.inputs.pools.execution_timeout_minutes * 60
+
+
+def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now: float) -> float:
+    """When the runner was allocated, on the monotonic clock, from the job's `started_at`."""
+    job = observation.job
+    if not observation.has_evidence or job is None or job.started_at is None:
+        return now
+    # GitHub writes whole seconds: the allocation came up to a second after `started_at`, and
+    # the later end is taken so that the timeout never fires early.
+    ago = (seq.clock.now() - job.started_at).total_seconds() - 1.0
+    floor = max(seq.last_queued_read or 0.0, attempt.dispatched_at or 0.0)
+    return min(now, max(floor, now - ago))
 
 
 def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -> None:

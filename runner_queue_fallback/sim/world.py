@@ -170,6 +170,11 @@ class FakeGitHub(ActionsModel):
         """Add a fault to the plan."""
         self.faults.add(fault)
 
+    def spend_quota(self, count: int) -> None:
+        """Count `count` requests against the quota now, as other users of the token would."""
+        for _ in range(count):
+            self._count()
+
     def counted_requests(self, client: int | None = None) -> int:
         """Requests that counted against the primary rate limit (of one client, or all)."""
         return sum(1 for e in self.ledger if e.counted and client in {None, e.client})

@@ -1,0 +1,263 @@
+"""The shared API quota: admission before dispatch, waiting out a spent quota, sparser polls.
+
+Everything runs the real coordinator (and its post step) against the fake GitHub on a fake clock.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.sequence.queue import next_interval
+from runner_queue_fallback.sequence.quota import CANDIDATE_COST_REQUESTS, RESERVE_REQUESTS
+from runner_queue_fallback.sim.faults import Fault
+from runner_queue_fallback.sim.model import Timings
+from runner_queue_fallback.sim.reply import LedgerEntry
+from runner_queue_fallback.simulation import PARENT_RUN_ID, run_coordinator
+from tests.invariants import children, dispatch_posts
+from tests.test_coordinator import FOREVER, Scenario
+
+ONE_POOL = json.dumps([{"group": "nv-cpu-general", "labels": "linux-amd64-cpu16"}])
+#: The fake's quota window starts with the first counted request, at virtual time 0.
+RESET = timing.QUOTA_WINDOW_SECONDS
+
+
+def coordinator_requests(
+    s: Scenario, start: float = 0.0, end: float = math.inf
+) -> list[LedgerEntry]:
+    """Requests the coordinator sent (the guard and the post step use other tokens or come later)."""
+    return [e for e in s.world.ledger if e.client == 0 and start <= e.time < end]
+
+
+def refused(s: Scenario) -> list[LedgerEntry]:
+    return [e for e in coordinator_requests(s) if e.status in (403, 429)]
+
+
+def spend_all_at(s: Scenario, at: float) -> None:
+    """At `at`, other workflows use up what is left of the repository's hourly quota."""
+    s.world._at(at, lambda: s.world.spend_quota(s.world.quota))
+
+
+# -- measured cost and the reserve --------------------------------------------------------------
+
+
+def test_one_candidate_costs_what_the_reserve_is_sized_from():
+    """Preflight to proof of a ten-minute candidate: the documented figure, and the reserve 2x it."""
+    s = Scenario().pools(FOREVER)
+    s.inputs["runners"] = ONE_POOL
+    result = s.run(post_step=False)
+    assert "all 1 queue(s) exhausted" in result.log
+    parent_check = 1  # GET the parent run, before the candidate
+    cost = len(coordinator_requests(s)) - parent_check
+    assert CANDIDATE_COST_REQUESTS - 3 <= cost <= CANDIDATE_COST_REQUESTS, cost
+    assert 2 * cost + 10 <= RESERVE_REQUESTS
+
+
+def test_a_queued_hour_sends_at_most_sixty_requests_and_cancels_on_the_deadline():
+    """Sixty minutes queued: at most 60 requests sent (the spec's polls sent 240); cancel <= 5 s."""
+    s = Scenario().pools(FOREVER)
+    s.inputs["runners"] = ONE_POOL
+    s.inputs["queue-timeout-minutes"] = "60"
+    result = s.run()
+    queued_at = children(s.world)[0].job_queued_at
+    assert queued_at <= timing.STARTUP_FIRST_CHECK_SECONDS
+    # The queue clock starts at the first check (15 s); the hour ends on the deadline poll.
+    deadline = timing.STARTUP_FIRST_CHECK_SECONDS + 3600.0
+    hour = coordinator_requests(s, timing.STARTUP_FIRST_CHECK_SECONDS + 1, deadline)
+    assert len(hour) <= 60, len(hour)
+    [cancel] = s.cancels()
+    assert deadline <= cancel <= deadline + 5
+    # Each waiting round is still logged with its number, child, status, elapsed and next interval.
+    rounds = [line for line in result.log.splitlines() if line.startswith("Waiting round")]
+    assert len(rounds) >= 15
+    assert all("since dispatch; next check in" in line for line in rounds)
+
+
+def test_polls_are_sparse_far_from_the_deadline_and_dense_near_it():
+    """Four minutes apart far away, a third of what is left nearer, one landing on the deadline."""
+    assert next_interval(3600.0) == timing.QUEUE_POLL_FAR_SECONDS
+    assert next_interval(300.0) == 100.0
+    assert next_interval(90.0) == timing.QUEUE_POLL_NEAR_SECONDS
+    assert next_interval(20.0) == 20.0  # lands on the deadline
+
+
+def test_the_execution_timeout_starts_at_githubs_allocation_time():
+    """The runner arrives between two polls: the execution deadline counts from `started_at`."""
+    s = Scenario().pools([(0.0, 100.0)])
+    s.inputs["runners"] = ONE_POOL
+    s.inputs["execution-timeout-minutes"] = "5"
+    s.world.add_pool("nv-cpu-general", "never", runners=0)
+    result = s.run()
+    [kid] = children(s.world)
+    assert kid.conclusion == "success"
+    assert "Runner allocated to child" in result.log
+    assert "ago: fallback is now disabled" in result.log
+
+
+# -- admission ----------------------------------------------------------------------------------
+
+
+def test_admission_waits_for_the_reset_then_dispatches():
+    """Too little quota for one candidate: a warning, a wait past the reset, then the dispatch."""
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.world.spend_quota(s.world.quota - 10)
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert "::warning title=Waiting for API quota::" in result.log
+    [dispatched] = dispatch_posts(s.world)
+    assert RESET <= dispatched <= RESET + timing.ADMISSION_SPREAD_SECONDS + 5
+    assert refused(s) == []
+
+
+def test_the_admission_spread_comes_from_the_injected_random_source():
+    """Two coordinators (two parent runs) wake at different times after the same reset.
+
+    A simulated run seeds the spread with its run's identity; the same run wakes at the same time.
+    """
+    woke = []
+    for parent in (PARENT_RUN_ID, PARENT_RUN_ID + 1, PARENT_RUN_ID):
+        s = Scenario().pools([], FOREVER, FOREVER)
+        if parent != PARENT_RUN_ID:
+            s.world.add_parent_run(parent)
+        s.world.spend_quota(s.world.quota - 10)
+        run_coordinator(s.world, s.clock, s.inputs, post_step=False, parent_run_id=parent)
+        woke.append(dispatch_posts(s.world)[0])
+    assert woke[0] != woke[1]
+    assert woke[0] == woke[2]
+
+
+def test_the_admission_timeout_fails_with_no_dispatch():
+    """The reset is 60 minutes away and admission-timeout-minutes is 30: fail now, no child."""
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.inputs["admission-timeout-minutes"] = "30"
+    s.world.spend_quota(s.world.quota - 10)
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "API quota too low to dispatch candidate 1" in result.log
+    assert "admission-timeout-minutes (30)" in result.log
+    assert s.clock.monotonic() < 60, "no point waiting for a reset beyond the budget"
+
+
+def test_admission_timeout_zero_fails_at_once():
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.inputs["admission-timeout-minutes"] = "0"
+    s.world.spend_quota(s.world.quota - 10)
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "admission-timeout-minutes (0)" in result.log
+
+
+def test_a_bad_admission_timeout_is_an_input_error_with_no_request():
+    s = Scenario().pools([], [], [])
+    s.inputs["admission-timeout-minutes"] = "-5"
+    result = run_coordinator(s.world, s.clock, s.inputs, post_step=False)
+    assert result.exit_code == 2
+    assert "input 'admission-timeout-minutes'" in result.log
+    assert "allowed: 0 (do not wait) to 360" in result.log
+    assert s.world.ledger == []
+
+
+def test_admission_reads_rate_limit_only_when_no_reply_said():
+    """The parent check's reply says how much is left: no GET /rate_limit on a normal run."""
+    s = Scenario().pools([], [], [])
+    s.run()
+    assert not any(e.path == "/rate_limit" for e in s.world.ledger)
+
+
+# -- a spent quota once a child exists ------------------------------------------------------------
+
+
+def test_quota_spent_while_queued_with_the_reset_after_the_deadline():
+    """Spent at 200 s, reset at 3600 s, deadline at 615 s: wait, fresh read, cancel, fall back."""
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    spend_all_at(s, 200.0)
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert len(refused(s)) <= 1, "nothing more is sent that can only be refused"
+    assert "nothing is sent until" in result.log or "waiting for its reset" in result.log
+    [cancel] = s.cancels()
+    assert RESET <= cancel <= RESET + 5
+    first, second = children(s.world)
+    assert first.conclusion == "cancelled"
+    assert first.completed_at <= dispatch_posts(s.world)[1]
+    assert second.conclusion == "success"
+    assert not result.log.count("queue/start race")
+
+
+def test_a_runner_seen_at_the_read_after_the_reset_is_an_allocation_not_a_race():
+    """The runner came while the coordinator waited for the reset: no cancel, no fallback."""
+    s = Scenario().pools([(0.0, 1000.0)], [], [])
+    spend_all_at(s, 200.0)
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert s.cancels() == []
+    assert len(dispatch_posts(s.world)) == 1
+    assert "race" not in result.log
+
+
+def test_quota_spent_while_queued_with_the_reset_before_the_deadline():
+    """A 60-minute queue outlives the reset: polling goes on after it and cancels on the deadline."""
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    s.inputs["queue-timeout-minutes"] = "60"
+    spend_all_at(s, 200.0)
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert len(refused(s)) <= 1
+    deadline = timing.STARTUP_FIRST_CHECK_SECONDS + 3600.0
+    assert deadline > RESET
+    cancel = s.cancels()[0]
+    assert deadline <= cancel <= deadline + 5
+
+
+def test_quota_spent_during_the_cancellation_proof_stops_and_cleans_up_after_the_reset():
+    """The proof's window still decides: no other pool; the cleanup waits for the reset."""
+    s = Scenario(timings=Timings(cancel_delay=20.0)).pools(FOREVER, [], [])
+    spend_all_at(s, 617.0)
+    result = s.run()
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1
+    assert "was not confirmed within 2 minutes" in result.log
+    [kid] = children(s.world)
+    assert kid.conclusion == "cancelled"
+    assert f"cleanup confirmed: child run {kid.run_id}" in result.log
+    assert len(refused(s)) <= 1
+
+
+def test_a_long_retry_after_before_dispatch_fails_with_no_child():
+    """Before any dispatch the spec's rule holds: a retry-after over a minute is not retried."""
+    long_wait = Fault(
+        kind="secondary_rate_limit",
+        method="GET",
+        path="/git/ref/",
+        start=0.0,
+        end=10.0,
+        count=1,
+        retry_after=120,
+    )
+    s = Scenario(faults=[long_wait]).pools([], [], [])
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "retry after 120s" in result.log
+    assert s.clock.sleeps == [], "not retried a minute early"
+
+
+def test_a_long_retry_after_once_a_child_exists_is_waited_out():
+    """A departure: with a child queued, the full retry-after is waited, and the watch goes on."""
+    long_wait = Fault(
+        kind="secondary_rate_limit",
+        method="GET",
+        path=r"/actions/runs/\d+$",
+        start=200.0,
+        end=230.0,
+        count=1,
+        retry_after=120,
+    )
+    s = Scenario(faults=[long_wait]).pools(FOREVER, [], [])
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert 120.0 in s.clock.sleeps
+    assert "a child exists, so the wait is taken in full" in result.log
