@@ -1,294 +1,105 @@
 """Composition root: the only place that reads os.environ, builds a requests.Session or a SystemClock.
 
-Subcommands: plan (and, as they land, coordinate, cleanup, guard, simulate, lint). Known errors
-become `::error::` annotations and a non-zero exit code; unexpected ones keep their traceback.
+`main` parses the command line, builds the `Context` (the real environment, clock and HTTP session,
+unless a test or the simulator passes its own) and runs one subcommand. Every subcommand is one
+line of `SUBCOMMANDS`, naming the module that implements it (`runner_queue_fallback.commands`);
+only the chosen one is imported, so `coordinate --help` loads almost nothing and `guard` never
+loads the simulator or lint. Known errors become `::error::` annotations and a non-zero exit code;
+unexpected ones keep their traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import importlib
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TextIO
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import TYPE_CHECKING, NamedTuple
 
-import requests
-
-from runner_queue_fallback import __version__, lint
-from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run, run_left_by_main_step
-from runner_queue_fallback.clock import Clock, SystemClock
-from runner_queue_fallback.coordinator import Coordinator
-from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError
-from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.guard import Guard
-from runner_queue_fallback.inputs import (
-    COORDINATOR_INPUTS,
-    InputErrors,
-    RunContext,
-    env_name,
-    read_coordinator_inputs,
-    read_guard_inputs,
-    read_pool_settings,
-    read_run_context,
-)
-from runner_queue_fallback.plan import make_plan
-from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback import __version__
+from runner_queue_fallback.clock import SystemClock
+from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
+from runner_queue_fallback.errors import InputErrors, RQFError
 from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.summary import publish
 
-__all__ = ["Context", "main"]
+if TYPE_CHECKING:
+    import requests
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
+    from runner_queue_fallback.clock import Clock
 
-
-@dataclass
-class Context:
-    """What a subcommand may use: the environment, time, HTTP and where to write."""
-
-    environ: Mapping[str, str]
-    clock_factory: Callable[[], Clock]
-    session_factory: Callable[[], requests.Session]
-    stdout: TextIO = field(default_factory=lambda: sys.stdout)
-
-    def reporter(self) -> Reporter:
-        """A Reporter writing to stdout and to the runner's files named in the environment."""
-        return Reporter(
-            self.stdout,
-            output_path=_path(self.environ.get("GITHUB_OUTPUT")),
-            state_path=_path(self.environ.get("GITHUB_STATE")),
-            summary_path=_path(self.environ.get("GITHUB_STEP_SUMMARY")),
-        )
+__all__ = ["SUBCOMMANDS", "Subcommand", "main"]
 
 
-Command = Callable[[argparse.Namespace, Context], int]
+class Subcommand(NamedTuple):
+    """A subcommand: the module with its `run(args, ctx)`, and its line in `--help`."""
+
+    module: str
+    help: str
+    #: the module also defines `add_arguments(parser)`; without flags, `--help` never imports it
+    flags: bool = False
 
 
-def _path(value: str | None) -> Path | None:
-    return Path(value) if value else None
+_COMMANDS = "runner_queue_fallback.commands"
+
+#: Every subcommand, in the order `--help` lists them.
+SUBCOMMANDS: dict[str, Subcommand] = {
+    "plan": Subcommand(
+        f"{_COMMANDS}.plan",
+        "show the candidate pools, deadlines and the timeout the job needs",
+        flags=True,
+    ),
+    "lint": Subcommand(
+        f"{_COMMANDS}.lint",
+        "check a coordinator workflow and its child against the spec's rules",
+        flags=True,
+    ),
+    "coordinate": Subcommand(
+        f"{_COMMANDS}.coordinate", "run the fallback sequence (the action's main step)"
+    ),
+    "cleanup": Subcommand(
+        f"{_COMMANDS}.cleanup", "cancel and confirm a child left running (the post step)"
+    ),
+    "guard": Subcommand(
+        f"{_COMMANDS}.guard", "the child's first step: check identity, parent and source"
+    ),
+    "simulate": Subcommand(
+        f"{_COMMANDS}.simulate",
+        "run the real coordinator, post step and guard against a fake GitHub, on virtual time",
+        flags=True,
+    ),
+}
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def _load(subcommand: Subcommand) -> ModuleType:
+    return importlib.import_module(subcommand.module)
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named on the command line (the root's own options take no value)."""
+    return next((arg for arg in argv if not arg.startswith("-")), None)
+
+
+def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
+    """Every subcommand by name and help; the flags of the chosen one only."""
     parser = argparse.ArgumentParser(
         prog="runner-queue-fallback",
         description="Run a one-job child workflow on the first runner pool that gives it a runner.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    plan = commands.add_parser(
-        "plan", help="show the candidate pools, deadlines and the timeout the job needs"
-    )
-    _add_input_flags(plan)
-    plan.add_argument("--json", action="store_true", help="print the plan as JSON")
-    plan.set_defaults(run=_run_plan)
-    lint_parser = commands.add_parser(
-        "lint", help="check a coordinator workflow and its child against the spec's rules"
-    )
-    lint.add_arguments(lint_parser)
-    lint_parser.set_defaults(run=_run_lint)
-    coordinate = commands.add_parser(
-        "coordinate", help="run the fallback sequence (the action's main step)"
-    )
-    coordinate.set_defaults(run=_run_coordinate)
-    cleanup = commands.add_parser(
-        "cleanup", help="cancel and confirm a child left running (the post step)"
-    )
-    cleanup.set_defaults(run=_run_cleanup)
-    guard = commands.add_parser(
-        "guard", help="the child's first step: check identity, parent and source"
-    )
-    guard.set_defaults(run=_run_guard)
-    _add_simulate_parser(commands)
+    for name, subcommand in SUBCOMMANDS.items():
+        sub = commands.add_parser(name, help=subcommand.help, description=subcommand.help)
+        if name == chosen and subcommand.flags:
+            _load(subcommand).add_arguments(sub)
     return parser
 
 
-def _add_simulate_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    simulate = commands.add_parser(
-        "simulate",
-        help="run the real coordinator, post step and guard against a fake GitHub, on virtual time",
-        description=(
-            "Run a scenario of the catalogue (default: fallback), or your own inputs against one "
-            "free pool per candidate. Exit 0 when it ran (and ended as a catalogue scenario "
-            "states), 1 when a catalogue scenario did not end as stated, 2 on a bad flag."
-        ),
-    )
-    simulate.add_argument("scenario", nargs="?", metavar="SCENARIO", help="a name from --list")
-    simulate.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    simulate.add_argument("--json", action="store_true", help="print attempts, outputs, ledger")
-    simulate.add_argument(
-        "--busy",
-        action="append",
-        metavar="POOL=DURATION",
-        help="no free runner in POOL (its labels) for DURATION (40m, 90s, 1h, always); repeatable",
-    )
-    simulate.add_argument("--workload-outcome", choices=("success", "failure"))
-    simulate.add_argument("--workload-minutes", type=float, metavar="MINUTES")
-    group = simulate.add_argument_group("coordinator inputs (INPUT_* variables are not read here)")
-    for name in COORDINATOR_INPUTS:
-        if name != "token":
-            group.add_argument(f"--{name}", dest=f"input:{name}", metavar="VALUE")
-    simulate.set_defaults(run=_run_simulate)
+def _new_session() -> requests.Session:
+    import requests  # noqa: PLC0415  # only a subcommand that talks to GitHub pays for loading it
 
-
-def _add_input_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per coordinator input (not the token); a flag wins over INPUT_* in the environment."""
-    group = parser.add_argument_group(
-        "coordinator inputs (default: the INPUT_* environment variables)"
-    )
-    for name in COORDINATOR_INPUTS:
-        if name != "token":
-            group.add_argument(f"--{name}", dest=f"input:{name}", metavar="VALUE")
-
-
-def _inputs_environ(args: argparse.Namespace, environ: Mapping[str, str]) -> dict[str, str]:
-    merged = dict(environ)
-    for key, value in vars(args).items():
-        if key.startswith("input:") and value is not None:
-            merged[env_name(key.removeprefix("input:"))] = value
-    return merged
-
-
-def _run_plan(args: argparse.Namespace, ctx: Context) -> int:
-    settings = read_pool_settings(_inputs_environ(args, ctx.environ), load_profiles())
-    plan = make_plan(settings)
-    print(json.dumps(plan.as_dict(), indent=2) if args.json else plan.render(), file=ctx.stdout)
-    return EXIT_OK
-
-
-def _client(
-    ctx: Context, run: RunContext, token: str, clock: Clock, reporter: Reporter
-) -> GitHubClient:
-    return GitHubClient(
-        ctx.session_factory(), run.api_url, run.repository, token, clock, log=reporter.log
-    )
-
-
-@contextmanager
-def _signals_interrupt() -> Iterator[Callable[[], None]]:
-    """Turn SIGINT and SIGTERM (the runner cancelling the step) into Interrupted, then restore.
-
-    Yields `settle`: once called, signals no longer interrupt (the outputs are being written).
-    """
-    received: list[str] = []
-
-    def settle() -> None:
-        received.append("settled")
-
-    if threading.current_thread() is not threading.main_thread():
-        yield settle
-        return
-
-    def handler(signum: int, _frame: object) -> None:
-        # The runner sends SIGINT, then SIGTERM 7.5 s later: only the first one interrupts, so
-        # the second cannot break the cleanup the first one started.
-        if not received:
-            received.append(signal.Signals(signum).name)
-            raise Interrupted(received[0])
-
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield settle
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
-
-
-def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
-    inputs = read_coordinator_inputs(ctx.environ, load_profiles())
-    run = read_run_context(ctx.environ)
-    reporter = ctx.reporter()
-    token = inputs.token.get_secret_value()
-    reporter.mask(token)
-    clock = ctx.clock_factory()
-    client = _client(ctx, run, token, clock, reporter)
-    with _signals_interrupt() as settle:
-        result = Coordinator(inputs, run, client, clock, reporter).run()
-        settle()  # a late signal must not cut the outputs and the summary short
-        publish(result, reporter)
-    stats = client.stats
-    reporter.log(
-        f"API requests: {stats.sent} sent, {stats.not_modified} answered 304 (free), "
-        f"{stats.counted} counted against the rate limit"
-    )
-    return EXIT_OK if result.success else EXIT_FAILED
-
-
-def _run_cleanup(_args: argparse.Namespace, ctx: Context) -> int:
-    """The post step: the main step saved the active child's run id in GITHUB_STATE."""
-    reporter = ctx.reporter()
-    state = {
-        key.removeprefix("STATE_"): value
-        for key, value in ctx.environ.items()
-        if key.startswith("STATE_")
-    }
-    if not state.get("request-id"):
-        reporter.log("No child run was dispatched: nothing to clean up")
-        return EXIT_OK
-    token = ctx.environ.get(env_name("token"), "").strip()
-    reporter.mask(token)
-    run = read_run_context(ctx.environ)
-    clock = ctx.clock_factory()
-    client = _client(ctx, run, token, clock, reporter)
-    workflow = ctx.environ.get(env_name("workflow"), "").strip().removeprefix(".github/workflows/")
-    run_id = run_left_by_main_step(client, clock, state, workflow, reporter.log)
-    if run_id is None:
-        reporter.log("No child run is known: nothing to clean up")
-        return EXIT_OK
-    try:
-        observation = observe_run(client, run_id, None)
-    except GitHubError as exc:
-        reporter.log(f"Could not read child run {run_id}: {exc}; trying to cancel it anyway")
-    else:
-        if observation.finished:
-            reporter.log(f"Child run {run_id} is already completed: nothing to clean up")
-            return EXIT_OK
-    result = cancel_and_confirm(client, clock, run_id, log=reporter.log)
-    url = state.get("child-run-url", "") if str(run_id) == state.get("child-run-id") else ""
-    link = f" View worker job logs here (run link): {url}" if url else ""
-    reporter.summary(f"**Post-step cleanup:** {result.describe()}{link}\n")
-    if result.confirmed:
-        reporter.log(f"{result.describe()}{link}")
-        return EXIT_OK
-    reporter.error(f"{result.describe()}{link}", title="Cleanup not confirmed")
-    return EXIT_FAILED
-
-
-def _run_guard(_args: argparse.Namespace, ctx: Context) -> int:
-    """The child's startup guard: exit 0 only when every check holds."""
-    reporter = ctx.reporter()
-    reporter.mask(ctx.environ.get(env_name("token"), "").strip())  # before anything can fail
-    inputs = read_guard_inputs(ctx.environ)
-    run = read_run_context(ctx.environ)
-    token = inputs.token.get_secret_value()
-    reporter.mask(token)
-    clock = ctx.clock_factory()
-    client = _client(ctx, run, token, clock, reporter)
-    result = Guard(inputs, run, client, clock, reporter).run()
-    result.publish(reporter)
-    return EXIT_OK if result.passed else EXIT_FAILED
-
-
-def _run_simulate(args: argparse.Namespace, ctx: Context) -> int:
-    """Simulate on virtual time; the environment is ignored, the inputs come from flags only."""
-    from runner_queue_fallback import simulate  # noqa: PLC0415  # simulate drives cli.main: a cycle
-
-    inputs = {
-        key.removeprefix("input:"): value
-        for key, value in vars(args).items()
-        if key.startswith("input:") and value is not None
-    }
-    return simulate.run(args, inputs, ctx.stdout)
-
-
-def _run_lint(args: argparse.Namespace, ctx: Context) -> int:
-    return lint.run(args, ctx.stdout)
+    return requests.Session()
 
 
 def main(
@@ -299,17 +110,19 @@ def main(
     session: requests.Session | None = None,
 ) -> int:
     """Run one subcommand and return its exit code."""
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = _build_parser(_chosen(arguments))
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:  # argparse exits on --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     ctx = Context(
         environ=dict(os.environ) if environ is None else environ,
         clock_factory=(lambda: clock) if clock is not None else SystemClock,
-        session_factory=(lambda: session) if session is not None else requests.Session,
+        session_factory=(lambda: session) if session is not None else _new_session,
+        main=main,
     )
-    parser = _build_parser()
-    try:
-        args = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    except SystemExit as exc:  # argparse exits on --help, --version and usage errors
-        return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
-    command: Command = args.run
+    command: Command = _load(SUBCOMMANDS[args.command]).run
     try:
         return command(args, ctx)
     except InputErrors as exc:

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from runner_queue_fallback.clock import SystemClock
+from runner_queue_fallback.commands import Main
 from runner_queue_fallback.inputs import InputErrors, env_name, read_coordinator_inputs
 from runner_queue_fallback.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
@@ -61,8 +62,11 @@ class SimulateError(Exception):
 # ----------------------------------------------------------------------------- entry point
 
 
-def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int:
-    """Run `simulate` with parsed `args` and the coordinator inputs given as flags."""
+def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, main: Main) -> int:
+    """Run `simulate` with parsed `args` and the coordinator inputs given as flags.
+
+    The action's steps run through `main`, the composition root.
+    """
     try:
         if args.list:
             _print_list(out)
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int
             print(f"simulate: error: {error}", file=out)
         return EXIT_BAD_INPUT
     started = SystemClock().monotonic()
-    sim = simulate_entry(entry)
+    sim = simulate_entry(entry, main=main)
     wall = SystemClock().monotonic() - started
     problems = [
         sim.observed(r).problems(c.expect) if stated and c.expect else []

@@ -29,6 +29,7 @@ from hypothesis.control import currently_in_test_context
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.commands import Main
 from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import PoolSettings, env_name, read_pool_settings
@@ -133,9 +134,8 @@ def resolve(inputs: Mapping[str, str]) -> PoolSettings:
 
 @contextlib.contextmanager
 def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
-    """Record every HTTP send with the client's attempt number, and when each command runs."""
+    """Record every HTTP send with the client's attempt number."""
     real_send = GitHubClient._send
-    real_main = cli.main
 
     def send(self: GitHubClient, method: str, path: str, **kwargs: Any) -> Any:
         body = kwargs.get("json")
@@ -151,18 +151,24 @@ def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
         )
         return real_send(self, method, path, **kwargs)
 
+    with mock.patch.object(GitHubClient, "_send", send):
+        yield
+
+
+def _recording_main(clock: FakeClock, observed: Observed) -> Main:
+    """The composition root, recording when each command (coordinate, guard, cleanup) runs."""
+
     def main(argv: Any = None, environ: Any = None, **kwargs: Any) -> int:
         command = str(next(iter(argv or ["?"])))
         observed.stack.append(command)
         start = clock.monotonic()
         try:
-            return real_main(argv, environ, **kwargs)
+            return cli.main(argv, environ, **kwargs)
         finally:
             observed.stack.pop()
             observed.commands.append((command, start, clock.monotonic()))
 
-    with mock.patch.object(GitHubClient, "_send", send), mock.patch.object(cli, "main", main):
-        yield
+    return main
 
 
 def _interrupt(clock: FakeClock, at: float, observed: Observed) -> None:
@@ -191,7 +197,9 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         unassigned_runner_as_zero=case.unassigned_runner_as_zero,
     )
     if case.guard and GUARD:
-        world.on_worker_start = guard_hook(world, clock, observed.guard_logs)
+        world.on_worker_start = guard_hook(
+            world, clock, observed.guard_logs, main=_recording_main(clock, observed)
+        )
     world, sha = standard_world(clock, world)
     world.runs[PARENT_RUN_ID].visible_at = case.parent_visible_after
     for pool in case.pools:
@@ -218,7 +226,7 @@ def execute(case: Case) -> Outcome:
     if case.interrupt_at is not None:
         _interrupt(clock, case.interrupt_at, observed)
     with _instruments(clock, observed):
-        run = run_coordinator(world, clock, inputs)
+        run = run_coordinator(world, clock, inputs, main=_recording_main(clock, observed))
     run.guard_logs = list(observed.guard_logs)
     if currently_in_test_context():
         note(

@@ -106,7 +106,7 @@ def test_the_catalogue_ships_inside_the_package():
 def catalogue_runs() -> dict[str, Simulated]:
     """The whole catalogue, run once; its real duration is measured and printed, not asserted."""
     started = time.perf_counter()
-    runs = {name: simulate_entry(entry) for name, entry in CATALOGUE.items()}
+    runs = {name: simulate_entry(entry, main=cli.main) for name, entry in CATALOGUE.items()}
     wall = time.perf_counter() - started
     print(f"\ncatalogue: {len(runs)} scenarios in {wall:.2f} s of real time")
     return runs
@@ -339,7 +339,7 @@ def test_busy_durations(text: str, seconds: float):
 
 def test_scenarios_are_deterministic():
     """Same scenario, same virtual story (request ids aside)."""
-    first, second = (simulate_entry(CATALOGUE["exhaustion"]) for _ in range(2))
+    first, second = (simulate_entry(CATALOGUE["exhaustion"], main=cli.main) for _ in range(2))
     assert [(e.time, e.method, e.status) for e in first.world.ledger] == [
         (e.time, e.method, e.status) for e in second.world.ledger
     ]

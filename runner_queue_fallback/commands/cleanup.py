@@ -1,0 +1,55 @@
+"""`cleanup`: the post step; cancel and confirm a child the main step left running."""
+
+from __future__ import annotations
+
+import argparse
+
+from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run, run_left_by_main_step
+from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
+from runner_queue_fallback.errors import GitHubError
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.inputs import env_name, read_run_context
+
+__all__ = ["run"]
+
+
+def run(_args: argparse.Namespace, ctx: Context) -> int:
+    """The post step: the main step saved the active child's run id in GITHUB_STATE."""
+    reporter = ctx.reporter()
+    state = {
+        key.removeprefix("STATE_"): value
+        for key, value in ctx.environ.items()
+        if key.startswith("STATE_")
+    }
+    if not state.get("request-id"):
+        reporter.log("No child run was dispatched: nothing to clean up")
+        return EXIT_OK
+    token = ctx.environ.get(env_name("token"), "").strip()
+    reporter.mask(token)
+    context = read_run_context(ctx.environ)
+    clock = ctx.clock_factory()
+    client = GitHubClient(
+        ctx.session_factory(), context.api_url, context.repository, token, clock, log=reporter.log
+    )
+    workflow = ctx.environ.get(env_name("workflow"), "").strip().removeprefix(".github/workflows/")
+    run_id = run_left_by_main_step(client, clock, state, workflow, reporter.log)
+    if run_id is None:
+        reporter.log("No child run is known: nothing to clean up")
+        return EXIT_OK
+    try:
+        observation = observe_run(client, run_id, None)
+    except GitHubError as exc:
+        reporter.log(f"Could not read child run {run_id}: {exc}; trying to cancel it anyway")
+    else:
+        if observation.finished:
+            reporter.log(f"Child run {run_id} is already completed: nothing to clean up")
+            return EXIT_OK
+    result = cancel_and_confirm(client, clock, run_id, log=reporter.log)
+    url = state.get("child-run-url", "") if str(run_id) == state.get("child-run-id") else ""
+    link = f" View worker job logs here (run link): {url}" if url else ""
+    reporter.summary(f"**Post-step cleanup:** {result.describe()}{link}\n")
+    if result.confirmed:
+        reporter.log(f"{result.describe()}{link}")
+        return EXIT_OK
+    reporter.error(f"{result.describe()}{link}", title="Cleanup not confirmed")
+    return EXIT_FAILED
