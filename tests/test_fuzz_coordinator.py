@@ -484,13 +484,17 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
 # ---------------------------------------------------------------------------------- tests
 
 
-# The profile's examples are split between CPU and GPU runner types: two tests of half the
-# size each stay under the suite's 60 s faulthandler dump on a loaded CI machine.
+#: The profile's examples are split between CPU and GPU runner types, and each half into shards
+#: that pytest-xdist spreads over the cores (each parametrisation draws its own cases).
+SHARDS = 8
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
 @pytest.mark.parametrize("family", ["cpu", "gpu"])
-@settings(max_examples=max(1, settings().max_examples // 2))
+@settings(max_examples=max(1, settings().max_examples // (2 * SHARDS)))
 @given(data=st.data())
 def test_fuzz_coordinator_keeps_the_invariants_and_the_spec_bounds(
-    family: str, data: st.DataObject
+    family: str, shard: int, data: st.DataObject
 ) -> None:
     case = data.draw(cases(family), label="case")
     note(repr(case))
