@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from runner_queue_fallback.cli import SUBCOMMANDS
+
 PACKAGE = Path(__file__).resolve().parent.parent / "runner_queue_fallback"
 MODULES = sorted(PACKAGE.rglob("*.py"))
 REAL_TIME = {
@@ -117,8 +119,6 @@ def _package_imports(name: str) -> set[str]:
 
 def _import_graph() -> dict[str, set[str]]:
     """Module -> the modules it imports, plus the subcommands the composition root loads by name."""
-    from runner_queue_fallback.cli import SUBCOMMANDS  # noqa: PLC0415  # the one dynamic import
-
     graph = {name: _package_imports(name) for name in MODULE_NAMES}
     graph["runner_queue_fallback.cli"] |= {sub.module for sub in SUBCOMMANDS.values()}
     return graph

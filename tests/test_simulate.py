@@ -347,5 +347,7 @@ def test_scenarios_are_deterministic():
 
 
 def test_demo_script_runs_simulate():
+    """The demo installs the runtime dependencies only, then runs `simulate` from the checkout."""
     demo = (Path(__file__).resolve().parent.parent / "scripts" / "demo").read_text()
-    assert "runner-queue-fallback simulate" in demo
+    assert "scripts/bootstrap runtime\n" in demo
+    assert "python -m runner_queue_fallback simulate" in demo
