@@ -2,6 +2,7 @@
 
     RQFError
     ├── InputError            an action input is missing or invalid (no API request was made)
+    ├── InputErrors           every invalid input of one reading, reported together (exit code 2)
     ├── ProfileError          a shipped profile data file is broken
     ├── GitHubError           talking to the GitHub REST API failed
     │   ├── TransportError        no usable reply: network, timeout, malformed JSON
@@ -47,6 +48,7 @@ __all__ = [
     "GitHubError",
     "GuardRefused",
     "InputError",
+    "InputErrors",
     "Interrupted",
     "NotFound",
     "PermissionDenied",
@@ -147,6 +149,17 @@ class InputError(RQFError):
         if allowed:
             parts.append(f"allowed: {allowed}")
         super().__init__("; ".join(parts))
+
+
+class InputErrors(RQFError):
+    """One or more inputs are invalid; each is reported, and no API request was made."""
+
+    title = "Invalid input"
+
+    def __init__(self, errors: list[InputError]) -> None:
+        """Collect the individual errors."""
+        self.errors = errors
+        super().__init__("; ".join(str(error) for error in errors))
 
 
 class ProfileError(RQFError):

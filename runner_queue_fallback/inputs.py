@@ -15,7 +15,7 @@ from typing import Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from runner_queue_fallback import timing
-from runner_queue_fallback.errors import InputError, RQFError
+from runner_queue_fallback.errors import InputError, InputErrors
 from runner_queue_fallback.overrides import parse_json, resolve_runners
 from runner_queue_fallback.profiles import Candidate, Profile
 
@@ -91,17 +91,6 @@ _WORKLOAD_MAX_CHARS = 60_000
 
 T = TypeVar("T")
 S = TypeVar("S", bound=str)
-
-
-class InputErrors(RQFError):
-    """One or more inputs are invalid; each is reported, and no API request was made."""
-
-    title = "Invalid input"
-
-    def __init__(self, errors: list[InputError]) -> None:
-        """Collect the individual errors."""
-        self.errors = errors
-        super().__init__("; ".join(str(error) for error in errors))
 
 
 def env_name(name: str) -> str:

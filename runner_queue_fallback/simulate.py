@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from runner_queue_fallback.clock import SystemClock
+from runner_queue_fallback.commands import Main
 from runner_queue_fallback.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
@@ -62,13 +63,16 @@ class SimulateError(Exception):
 # ----------------------------------------------------------------------------- entry point
 
 
-def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int:
-    """Run `simulate` with parsed `args` and the coordinator inputs given as flags."""
-    # A bad input (InputErrors) is reported by the command line as for plan and coordinate.
+def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, main: Main) -> int:
+    """Run `simulate` with parsed `args` and the coordinator inputs given as flags.
+
+    The action's steps run through `main`, the composition root. A bad input (InputErrors) is
+    reported by the command line as for plan and coordinate.
+    """
     if getattr(args, "waits", None):
         from runner_queue_fallback.stats import replay  # noqa: PLC0415  # only for --waits
 
-        return replay.run(args, inputs, out)
+        return replay.run(args, inputs, out, main=main)
     try:
         if args.list:
             _print_list(out, as_json=args.json)
@@ -82,7 +86,7 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int
         return EXIT_BAD_INPUT
     stated = True  # every run has an expectation: the catalogue's, or one recomputed
     started = SystemClock().monotonic()
-    sim = simulate_entry(entry)
+    sim = simulate_entry(entry, main=main)
     wall = SystemClock().monotonic() - started
     problems = [
         sim.observed(r).problems(c.expect) if c.expect else []

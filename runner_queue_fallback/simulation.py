@@ -1,7 +1,9 @@
 """Run the real coordinator, its post step and the guard against the fake GitHub on virtual time.
 
-This is composition, like cli.py: it wires the simulator to the product through `cli.main`, the
-same door the runner uses, with the environment, files and signals a real step would get. Every
+This is composition, like cli.py: it wires the simulator to the product through the composition
+root's `main`, the same door the runner uses, with the environment, files and signals a real step
+would get. The root is passed in (`main=cli.main`), never imported: `simulate` is one of the root's
+own subcommands, and the harness sits below the root, not beside it in a circle. Every
 line a step prints is kept with the virtual second it was written at, so `simulate` can show the
 log as the Actions UI would, stamped with simulated time.
 """
@@ -19,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from runner_queue_fallback import cli
 from runner_queue_fallback.clock import Clock, FakeClock
+from runner_queue_fallback.commands import Main
 from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.inputs import env_name
 from runner_queue_fallback.scenarios import CatalogueEntry, CatalogueError, Observed
@@ -222,6 +224,7 @@ def guard_hook(
     clock: Clock,
     logs: list[str],
     *,
+    main: Main,
     stamped: list[GuardLog] | None = None,
 ) -> Callable[[WorkerContext], bool]:
     """A worker hook that runs the real guard step in the simulated child, on the same clock.
@@ -233,7 +236,7 @@ def guard_hook(
     def run_guard(context: WorkerContext) -> bool:
         out = StampedLog(world.now)
         with capture_stdout(out):
-            code = cli.main(["guard"], dict(context.environ), clock=clock, session=world.session())
+            code = main(["guard"], dict(context.environ), clock=clock, session=world.session())
         logs.append(out.getvalue())
         if stamped is not None:
             stamped.append(GuardLog(context.run_id, out.lines, passed=code == 0))
@@ -247,12 +250,13 @@ def run_coordinator(
     clock: Clock,
     inputs: Mapping[str, str],
     *,
+    main: Main,
     interrupt_at: float | None = None,
     post_step: bool = True,
     parent_run_id: int = PARENT_RUN_ID,
     token: str = TOKEN,
 ) -> SimulationRun:
-    """Run `coordinate` (and then the post step, as the runner would) against `world`.
+    """Run `coordinate` (and then the post step, as the runner would) through `main`, on `world`.
 
     The admission spread is seeded by the parent run (see `cli._spread_source`): each coordinator
     of a fleet differs, and every run of a simulation is the same.
@@ -266,12 +270,7 @@ def run_coordinator(
             _interrupt(clock, interrupt_at)
         log = StampedLog(clock.monotonic)
         with capture_stdout(log):
-            code = cli.main(
-                ["coordinate"],
-                environ,
-                clock=clock,
-                session=world.session(),
-            )
+            code = main(["coordinate"], environ, clock=clock, session=world.session())
         state = read_key_values(files / "state")
         result = SimulationRun(
             exit_code=code,
@@ -286,7 +285,7 @@ def run_coordinator(
             post_env = {**environ, **{f"STATE_{k}": v for k, v in state.items()}}
             post_log = StampedLog(clock.monotonic)
             with capture_stdout(post_log):
-                result.post_exit_code = cli.main(
+                result.post_exit_code = main(
                     ["cleanup"], post_env, clock=clock, session=world.session()
                 )
             result.post_log = post_log.getvalue()
@@ -300,6 +299,7 @@ def run_coordinators(
     clock: VirtualClock,
     inputs: Sequence[Mapping[str, str]],
     *,
+    main: Main,
     parent_run_ids: Sequence[int] | None = None,
     post_step: bool = True,
 ) -> list[SimulationRun]:
@@ -321,6 +321,7 @@ def run_coordinators(
                 world,
                 clock,
                 inputs[index],
+                main=main,
                 post_step=post_step,
                 parent_run_id=ids[index],
                 token=TOKEN if index == 0 else f"{TOKEN}_{index + 1}",
@@ -388,8 +389,11 @@ class Simulated:
         )
 
 
-def simulate_entry(entry: CatalogueEntry, *, guard: bool = True) -> Simulated:
-    """Build the entry's world and run its coordinators (with post steps and guards) to the end."""
+def simulate_entry(entry: CatalogueEntry, *, main: Main, guard: bool = True) -> Simulated:
+    """Build the entry's world and run its coordinators (with post steps and guards) to the end.
+
+    Every step runs through `main`, the composition root (`cli.main`).
+    """
     multi = len(entry.coordinators) > 1
     if multi and entry.interrupt_at is not None:
         raise CatalogueError(f"{entry.name}: interrupt_at needs a single coordinator")
@@ -397,19 +401,24 @@ def simulate_entry(entry: CatalogueEntry, *, guard: bool = True) -> Simulated:
     guards: list[GuardLog] = []
     world = entry.world.build(clock)
     if guard:
-        world.on_worker_start = guard_hook(world, clock, [], stamped=guards)
+        world.on_worker_start = guard_hook(world, clock, [], main=main, stamped=guards)
     base = entry.world.parent.run_id if entry.world.parent else PARENT_RUN_ID
     parents = [c.parent_run_id or base + n for n, c in enumerate(entry.coordinators)]
     inputs = [with_defaults(world, c.inputs) for c in entry.coordinators]
     if multi:
         assert isinstance(clock, VirtualClock)  # noqa: S101  # chosen above
-        runs = run_coordinators(world, clock, inputs, parent_run_ids=parents)
+        runs = run_coordinators(world, clock, inputs, main=main, parent_run_ids=parents)
     else:
         if parents[0] not in world.runs:
             world.add_parent_run(parents[0])
         runs = [
             run_coordinator(
-                world, clock, inputs[0], interrupt_at=entry.interrupt_at, parent_run_id=parents[0]
+                world,
+                clock,
+                inputs[0],
+                main=main,
+                interrupt_at=entry.interrupt_at,
+                parent_run_id=parents[0],
             )
         ]
     world.catch_up()

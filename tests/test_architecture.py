@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+
+from runner_queue_fallback.cli import SUBCOMMANDS
 
 PACKAGE = Path(__file__).resolve().parent.parent / "runner_queue_fallback"
 MODULES = sorted(PACKAGE.rglob("*.py"))
@@ -71,3 +76,180 @@ def test_pure_modules_do_no_io(name: str):
     path = PACKAGE / name
     if path.exists():
         assert not (_imports(path) & {"requests", "os", "subprocess", "socket"})
+
+
+# --------------------------------------------------------------------------- import graph
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULE_NAMES = {_module_name(path): path for path in MODULES}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _runtime_imports(tree: ast.AST) -> list[ast.Import | ast.ImportFrom]:
+    """Every import that can run: at module level or inside a function, not under TYPE_CHECKING."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            found.extend(_runtime_imports(ast.Module(body=node.orelse, type_ignores=[])))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        else:
+            found.extend(_runtime_imports(node))
+    return found
+
+
+def _package_imports(name: str) -> set[str]:
+    """The package's modules that importing `name` imports (the module itself, not its parents)."""
+    targets: set[str] = set()
+    for node in _runtime_imports(ast.parse(MODULE_NAMES[name].read_text())):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names)
+        elif node.module and node.level == 0:
+            for alias in node.names:  # `from pkg import module` imports pkg.module
+                submodule = f"{node.module}.{alias.name}"
+                targets.add(submodule if submodule in MODULE_NAMES else node.module)
+    return targets & MODULE_NAMES.keys() - {name}
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the modules it imports, plus the subcommands the composition root loads by name."""
+    graph = {name: _package_imports(name) for name in MODULE_NAMES}
+    graph["runner_queue_fallback.cli"] |= {sub.module for sub in SUBCOMMANDS.values()}
+    return graph
+
+
+def _reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(graph[start])
+    while todo:
+        node = todo.pop()
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph[node])
+    return seen
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each group of modules that reach one another through their imports, sorted."""
+    reach = {node: _reachable(graph, node) for node in graph}
+    groups = {
+        frozenset(other for other in reach[node] if node in reach[other])
+        for node in graph
+        if node in reach[node]
+    }
+    return sorted(sorted(group) for group in groups)
+
+
+def test_the_package_has_no_import_cycle():
+    """No module imports, directly or through others, a module that imports it back.
+
+    Lazy imports inside functions count (they only move the circle to run time), and so do the
+    subcommands `cli` loads by module path; imports under TYPE_CHECKING never run and do not count.
+    A package's `__init__` re-exporting its submodules is not a cycle: importing `pkg.module`
+    counts as importing that module only.
+    """
+    cycles = _cycles(_import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(graph) == [["a", "b", "c"]]
+
+
+def test_the_import_graph_sees_lazy_imports_and_the_subcommand_table():
+    graph = _import_graph()
+    assert "runner_queue_fallback.commands.coordinate" in graph["runner_queue_fallback.cli"]
+    assert "runner_queue_fallback.coordinator" in graph["runner_queue_fallback.commands.coordinate"]
+    assert "runner_queue_fallback.simulation" in graph["runner_queue_fallback.simulate"]
+
+
+# ------------------------------------------------------------------- what a subcommand loads
+
+#: Run `cli.main(argv)` in a fresh interpreter; print every module it left loaded.
+_PROBE = """
+import contextlib, io, json, sys
+from runner_queue_fallback.cli import main
+with contextlib.redirect_stdout(io.StringIO()):
+    main(json.loads(sys.argv[1]), {})
+print(json.dumps(sorted(sys.modules)))
+"""
+#: What `--help` may load from the package: the root, the subcommand table's context, errors.
+HELP_MODULES = {
+    "runner_queue_fallback",
+    "runner_queue_fallback.cli",
+    "runner_queue_fallback.clock",
+    "runner_queue_fallback.commands",
+    "runner_queue_fallback.errors",
+    "runner_queue_fallback.report",
+}
+#: Libraries that take tens of milliseconds to import, and the profiles' TOML reader.
+HEAVY = {"pydantic", "requests", "urllib3", "tenacity", "yaml", "tomllib"}
+#: Only the composition root's `simulate`, the bench and the tests load these.
+SIMULATOR_AND_LINT = {
+    "runner_queue_fallback.sim",
+    "runner_queue_fallback.simulate",
+    "runner_queue_fallback.simulation",
+    "runner_queue_fallback.scenarios",
+    "runner_queue_fallback.lint",
+    "runner_queue_fallback.plan",
+    "yaml",
+}
+
+
+def _loaded(argv: list[str]) -> set[str]:
+    done = subprocess.run(  # noqa: S603  # this interpreter, a fixed probe, JSON arguments
+        [sys.executable, "-c", _PROBE, json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def _top(modules: set[str], prefixes: set[str]) -> set[str]:
+    return {m for m in modules if any(m == p or m.startswith(f"{p}.") for p in prefixes)}
+
+
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["coordinate", "--help"], ["guard", "--help"], ["cleanup", "--help"]]
+)
+def test_help_loads_almost_nothing(argv: list[str]):
+    """`--help` of the action's steps loads no subcommand, no pydantic, requests or simulator."""
+    loaded = _loaded(argv)
+    assert {m for m in loaded if m.startswith("runner_queue_fallback")} <= HELP_MODULES
+    assert not _top(loaded, HEAVY)
+
+
+#: The coordinator checks its child file with lint's rules before the first dispatch (preflight);
+#: lint computes timeouts with plan.
+PREFLIGHT_NEEDS = {
+    "runner_queue_fallback.lint",
+    "runner_queue_fallback.plan",
+    "yaml",
+}  # lint reuses plan
+
+
+@pytest.mark.parametrize("command", ["coordinate", "guard", "cleanup"])
+def test_the_action_steps_load_neither_the_simulator_nor_lint(command: str):
+    """A step of the action (here stopped by missing inputs) loads only what it uses."""
+    loaded = _loaded([command])
+    assert f"runner_queue_fallback.commands.{command}" in loaded  # it really ran
+    allowed = PREFLIGHT_NEEDS if command == "coordinate" else set()
+    assert not _top(loaded, SIMULATOR_AND_LINT - allowed)
+    others = {f"runner_queue_fallback.commands.{name}" for name in ("plan", "lint", "simulate")}
+    assert not loaded & others
+    if command != "coordinate":
+        assert "runner_queue_fallback.coordinator" not in loaded

@@ -208,6 +208,13 @@ def test_cpu_and_cold_start_are_measured(bench):
     cli = results["cold_start"]["cli"]
     assert cli["median_s"] > 0
     assert math.isfinite(cli["median_s"])
+    assert set(cli["commands"]) == {"coordinate --help", "guard --help"}
+    for measured in cli["commands"].values():
+        assert 0 < measured["median_s"] < math.inf
+    printed_targets = {row["target"] for row in results["targets"]}
+    assert {"`coordinate --help` cold start < 0.15 s", "`guard --help` cold start < 0.15 s"} <= (
+        printed_targets
+    )
     container = results["cold_start"]["container"]
     assert "skipped" in container or container["median_s"] > 0
 

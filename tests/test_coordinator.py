@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from runner_queue_fallback import timing
+from runner_queue_fallback import cli, timing
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
@@ -57,7 +57,7 @@ class Scenario:
         return self
 
     def run(self, **kwargs) -> SimulationRun:
-        result = run_coordinator(self.world, self.clock, self.inputs, **kwargs)
+        result = run_coordinator(self.world, self.clock, self.inputs, main=cli.main, **kwargs)
         environ = {env_name(k): v for k, v in self.inputs.items()}
         try:
             candidates = len(read_pool_settings(environ, load_profiles()).candidates)
@@ -360,7 +360,7 @@ def test_conditional_requests_keep_queued_polls_nearly_free():
 def test_bad_input_makes_no_request(capsys):
     s = Scenario().pools([], [], [])
     s.inputs["runner-type"] = "tpu"
-    result = run_coordinator(s.world, s.clock, s.inputs, post_step=False)
+    result = run_coordinator(s.world, s.clock, s.inputs, main=cli.main, post_step=False)
     assert result.exit_code == 2
     assert "input 'runner-type'" in result.log
     assert s.world.ledger == []

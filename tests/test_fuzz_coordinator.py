@@ -29,6 +29,7 @@ from hypothesis.control import currently_in_test_context
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.commands import Main
 from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import PoolSettings, env_name, read_pool_settings
@@ -144,9 +145,8 @@ def resolve(inputs: Mapping[str, str]) -> PoolSettings:
 
 @contextlib.contextmanager
 def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
-    """Record every HTTP send with the client's attempt number, and when each command runs."""
+    """Record every HTTP send with the client's attempt number."""
     real_send = GitHubClient._send
-    real_main = cli.main
 
     def send(self: GitHubClient, method: str, path: str, **kwargs: Any) -> Any:
         body = kwargs.get("json")
@@ -162,12 +162,21 @@ def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
         )
         return real_send(self, method, path, **kwargs)
 
+    with mock.patch.object(GitHubClient, "_send", send), watch_stdout() as watch:
+        yield
+    # Invariant 9: no line the runner would read as a command comes from outside text.
+    assert watch.problems() == [], watch.problems()
+
+
+def _recording_main(clock: FakeClock, observed: Observed) -> Main:
+    """The composition root, recording when each command (coordinate, guard, cleanup) runs."""
+
     def main(argv: Any = None, environ: Any = None, **kwargs: Any) -> int:
         command = str(next(iter(argv or ["?"])))
         observed.stack.append(command)
         start = clock.monotonic()
         try:
-            return real_main(argv, environ, **kwargs)
+            return cli.main(argv, environ, **kwargs)
         except Exception as exc:
             # Invariant 10: only the project's errors may reach main (and those are handled there).
             raise AssertionError(f"{type(exc).__name__} reached main ({command}): {exc!r}") from exc
@@ -175,14 +184,7 @@ def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
             observed.stack.pop()
             observed.commands.append((command, start, clock.monotonic()))
 
-    with (
-        mock.patch.object(GitHubClient, "_send", send),
-        mock.patch.object(cli, "main", main),
-        watch_stdout() as watch,
-    ):
-        yield
-    # Invariant 9: no line the runner would read as a command comes from outside text.
-    assert watch.problems() == [], watch.problems()
+    return main
 
 
 def _interrupt(clock: FakeClock, at: float, observed: Observed) -> None:
@@ -211,7 +213,9 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         unassigned_runner_as_zero=case.unassigned_runner_as_zero,
     )
     if case.guard and GUARD:
-        world.on_worker_start = guard_hook(world, clock, observed.guard_logs)
+        world.on_worker_start = guard_hook(
+            world, clock, observed.guard_logs, main=_recording_main(clock, observed)
+        )
     world, sha = standard_world(clock, world)
     rules = [plant_rule(PLANTS[case.plant])] if case.plant is not None else []
     rules += [lag_rule(case.lag_reads)] if case.lag_reads else []
@@ -247,7 +251,7 @@ def execute(case: Case) -> Outcome:
     if case.interrupt_at is not None:
         _interrupt(clock, case.interrupt_at, observed)
     with _instruments(clock, observed):
-        run = run_coordinator(world, clock, inputs)
+        run = run_coordinator(world, clock, inputs, main=_recording_main(clock, observed))
     run.guard_logs = list(observed.guard_logs)
     if currently_in_test_context():
         note(
@@ -527,13 +531,17 @@ ODD_HEADERS = (
 # ---------------------------------------------------------------------------------- tests
 
 
-# The profile's examples are split between CPU and GPU runner types: two tests of half the
-# size each stay under the suite's 60 s faulthandler dump on a loaded CI machine.
+#: The profile's examples are split between CPU and GPU runner types, and each half into shards
+#: that pytest-xdist spreads over the cores (each parametrisation draws its own cases).
+SHARDS = 8
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
 @pytest.mark.parametrize("family", ["cpu", "gpu"])
-@settings(max_examples=max(1, settings().max_examples // 2))
+@settings(max_examples=max(1, settings().max_examples // (2 * SHARDS)))
 @given(data=st.data())
 def test_fuzz_coordinator_keeps_the_invariants_and_the_spec_bounds(
-    family: str, data: st.DataObject
+    family: str, shard: int, data: st.DataObject
 ) -> None:
     case = data.draw(cases(family), label="case")
     note(repr(case))

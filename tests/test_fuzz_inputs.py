@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 import requests
 import yaml
-from hypothesis import event, given, note
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 from runner_queue_fallback import cli, timing
@@ -69,7 +70,8 @@ def test_the_fuzzed_inputs_are_the_inputs_of_action_yml():
 #: Text a person might paste: any printable text, whitespace, newlines, workflow commands.
 junk = st.one_of(
     st.text(max_size=40),
-    st.text(alphabet=st.characters(codec="ascii"), max_size=20),
+    # ASCII; max_codepoint rather than codec="ascii", which maps every code point on first use
+    st.text(alphabet=st.characters(max_codepoint=127), max_size=20),
     st.sampled_from(
         [
             "",
@@ -409,6 +411,8 @@ def run_cli(values: InputSet) -> CliRun:
     """Run the coordinate command on a FakeClock with a recording session."""
     adapter = RecordingAdapter()
     session = requests.Session()
+    # No proxy or netrc applies to the recording adapter, and requests reads them per request.
+    session.trust_env = False
     session.mount("http://", adapter)
     session.mount("https://", adapter)
     out = io.StringIO()
@@ -470,8 +474,17 @@ def check_cli_accepted(run: CliRun) -> None:
 # ---------------------------------------------------------------------------------- tests
 
 
+#: The profile's examples in shards that pytest-xdist spreads over the cores (each
+#: parametrisation draws its own input sets).
+SHARDS = 4
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+@settings(max_examples=max(1, settings().max_examples // SHARDS))
 @given(input_sets())
-def test_fuzz_inputs_resolve_or_fail_naming_the_input_before_any_request(values: InputSet):
+def test_fuzz_inputs_resolve_or_fail_naming_the_input_before_any_request(
+    shard: int, values: InputSet
+):
     note(repr(values)[:2000])
     try:
         inputs = read_coordinator_inputs(values.environ(), PROFILES)

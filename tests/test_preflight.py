@@ -58,7 +58,7 @@ class World:
         }
 
     def coordinate(self) -> SimulationRun:
-        return run_coordinator(self.github, self.clock, self.inputs)
+        return run_coordinator(self.github, self.clock, self.inputs, main=cli.main)
 
     def preflight(self, *flags: str, run_id: bool = True, token: str = TOKEN) -> tuple[int, str]:
         environ = {env_name(k): v for k, v in self.inputs.items()}

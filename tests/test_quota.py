@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import math
 
-from runner_queue_fallback import timing
+from runner_queue_fallback import cli, timing
 from runner_queue_fallback.sequence.queue import next_interval
 from runner_queue_fallback.sequence.quota import CANDIDATE_COST_REQUESTS, RESERVE_REQUESTS
 from runner_queue_fallback.sim.faults import Fault
@@ -121,7 +121,9 @@ def test_the_admission_spread_comes_from_the_injected_random_source():
         if parent != PARENT_RUN_ID:
             s.world.add_parent_run(parent)
         s.world.spend_quota(s.world.quota - 10)
-        run_coordinator(s.world, s.clock, s.inputs, post_step=False, parent_run_id=parent)
+        run_coordinator(
+            s.world, s.clock, s.inputs, post_step=False, parent_run_id=parent, main=cli.main
+        )
         woke.append(dispatch_posts(s.world)[0])
     assert woke[0] != woke[1]
     assert woke[0] == woke[2]
@@ -153,7 +155,7 @@ def test_admission_timeout_zero_fails_at_once():
 def test_a_bad_admission_timeout_is_an_input_error_with_no_request():
     s = Scenario().pools([], [], [])
     s.inputs["admission-timeout-minutes"] = "-5"
-    result = run_coordinator(s.world, s.clock, s.inputs, post_step=False)
+    result = run_coordinator(s.world, s.clock, s.inputs, post_step=False, main=cli.main)
     assert result.exit_code == 2
     assert "input 'admission-timeout-minutes'" in result.log
     assert "allowed: 0 (do not wait) to 360" in result.log

@@ -106,7 +106,7 @@ def test_the_catalogue_ships_inside_the_package():
 def catalogue_runs() -> dict[str, Simulated]:
     """The whole catalogue, run once; its real duration is measured and printed, not asserted."""
     started = time.perf_counter()
-    runs = {name: simulate_entry(entry) for name, entry in CATALOGUE.items()}
+    runs = {name: simulate_entry(entry, main=cli.main) for name, entry in CATALOGUE.items()}
     wall = time.perf_counter() - started
     print(f"\ncatalogue: {len(runs)} scenarios in {wall:.2f} s of real time")
     return runs
@@ -408,7 +408,7 @@ def test_busy_durations(text: str, seconds: float):
 
 def test_scenarios_are_deterministic():
     """Same scenario, same virtual story (request ids aside)."""
-    first, second = (simulate_entry(CATALOGUE["exhaustion"]) for _ in range(2))
+    first, second = (simulate_entry(CATALOGUE["exhaustion"], main=cli.main) for _ in range(2))
     assert [(e.time, e.method, e.status) for e in first.world.ledger] == [
         (e.time, e.method, e.status) for e in second.world.ledger
     ]
@@ -416,5 +416,7 @@ def test_scenarios_are_deterministic():
 
 
 def test_demo_script_runs_simulate():
+    """The demo installs the runtime dependencies only, then runs `simulate` from the checkout."""
     demo = (Path(__file__).resolve().parent.parent / "scripts" / "demo").read_text()
-    assert "runner-queue-fallback simulate" in demo
+    assert "scripts/bootstrap runtime\n" in demo
+    assert "python -m runner_queue_fallback simulate" in demo

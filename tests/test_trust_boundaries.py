@@ -79,7 +79,7 @@ class World:
     def run(self, changes: Mapping[str, str] | None = None, *, bug: bool = False) -> SimulationRun:
         inputs = {**self.inputs, **(changes or {})}
         with watch_stdout() as watch:
-            result = run_coordinator(self.world, self.clock, inputs)
+            result = run_coordinator(self.world, self.clock, inputs, main=cli.main)
         check_invariants(self.world, result, candidates=2)
         assert watch.problems() == [], watch.problems()
         everything = "\n".join([result.log, result.post_log, *result.guard_logs])

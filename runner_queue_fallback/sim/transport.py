@@ -103,6 +103,9 @@ def _reason(status: int) -> str:
 def make_session(world: Handler) -> requests.Session:
     """A session with the fake mounted on `world.api_url`."""
     session = requests.Session()
+    # The fake is in-process: no proxy, netrc or CA bundle from the environment applies to it, and
+    # reading them costs more than the fake's own reply (requests scans os.environ per request).
+    session.trust_env = False
     session.mount(world.api_url.rstrip("/") + "/", SimAdapter(world))
     return session
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.commands import Main
 from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.profiles import Candidate, load_profiles
 from runner_queue_fallback.sim.model import Workload
@@ -97,6 +98,7 @@ def replay(
     *,
     replays: int,
     seed: int,
+    main: Main,
 ) -> ReplayResult:
     """Run the coordinator `replays` times with waits drawn from `curves` (seeded)."""
     rng = random.Random(seed)
@@ -110,7 +112,7 @@ def replay(
         for candidate in {(c.group, c.label_text): c for c in candidates}.values():
             curve = curves[candidate.label_text]
             world.add_pool(candidate.group, candidate.labels, wait=_sampler(curve, rng))
-        run_coordinator(world, clock, with_defaults(world, inputs), post_step=False)
+        run_coordinator(world, clock, with_defaults(world, inputs), post_step=False, main=main)
         world.catch_up()
         children = sorted(world.history.values(), key=lambda h: h.dispatched_at)
         used[len(children)] += 1
@@ -135,7 +137,7 @@ def _sampler(curve: Survival, rng: random.Random) -> Any:
     return lambda: curve.sample(rng)
 
 
-def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int:
+def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, main: Main) -> int:
     """`simulate --waits FILE [--replays N] [--seed N]` with the coordinator inputs as flags."""
     try:
         replays, seed = (
@@ -153,7 +155,7 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO) -> int
             print(f"simulate: error: {error}", file=out)
         return EXIT_BAD_INPUT
     curves = {labels: curve for labels, (_, curve) in loaded.items()}
-    result = replay(curves, settings.candidates, inputs, replays=replays, seed=seed)
+    result = replay(curves, settings.candidates, inputs, replays=replays, seed=seed, main=main)
     steps = [Step(c.group, c.label_text, c.queue_minutes) for c in settings.candidates]
     predicted = evaluate(steps, curves)
     document = _as_json(result, predicted, steps)

@@ -1,0 +1,80 @@
+"""The subcommands behind the composition root (`cli.py`): one module each, imported only when used.
+
+Each module defines `run(args, ctx) -> int` and, when the subcommand takes flags,
+`add_arguments(parser)`. A subcommand builds its adapters (HTTP session, clock) from the factories
+in `Context` and reads the environment from `ctx.environ`, never from the process: only `cli.main`
+chooses between the real ones and those a test or the simulator passes in. This package stays
+light, because `--help` of every subcommand loads it.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, TextIO
+
+from runner_queue_fallback.report import Reporter
+
+if TYPE_CHECKING:
+    import argparse
+
+    import requests
+
+    from runner_queue_fallback.clock import Clock
+
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Command", "Context", "Main"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+class Main(Protocol):
+    """The composition root's signature (`cli.main`), handed to what runs other subcommands."""
+
+    def __call__(
+        self,
+        argv: Sequence[str] | None = None,
+        environ: Mapping[str, str] | None = None,
+        *,
+        clock: Clock | None = None,
+        session: requests.Session | None = None,
+    ) -> int:
+        """Run one subcommand and return its exit code."""
+        ...
+
+
+@dataclass
+class Context:
+    """What a subcommand may use: the environment, time, HTTP, the root itself and where to write."""
+
+    environ: Mapping[str, str]
+    clock_factory: Callable[[], Clock]
+    session_factory: Callable[[], requests.Session]
+    #: the composition root, for a subcommand that runs others (`simulate` runs the action's steps)
+    main: Main
+    stdout: TextIO = field(default_factory=lambda: sys.stdout)
+    #: the random source of admission waits (seeded by the run in a simulation)
+    rng: random.Random = field(default_factory=random.Random)
+
+    def reporter(self) -> Reporter:
+        """A Reporter writing to stdout and to the runner's files named in the environment."""
+        return Reporter(
+            self.stdout,
+            output_path=_path(self.environ.get("GITHUB_OUTPUT")),
+            state_path=_path(self.environ.get("GITHUB_STATE")),
+            summary_path=_path(self.environ.get("GITHUB_STEP_SUMMARY")),
+            server_url=self.environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/")
+            or "https://github.com",
+        )
+
+
+#: What each subcommand module defines as `run`.
+Command = Callable[["argparse.Namespace", Context], int]
+
+
+def _path(value: str | None) -> Path | None:
+    return Path(value) if value else None

@@ -1,0 +1,72 @@
+"""`coordinate`: the action's main step, the fallback sequence over the candidate pools."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
+from runner_queue_fallback.coordinator import Coordinator
+from runner_queue_fallback.errors import Interrupted
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.summary import publish
+
+__all__ = ["run", "signals_interrupt"]
+
+
+def run(_args: argparse.Namespace, ctx: Context) -> int:
+    """Run the sequence, publish outputs and summary; 0 only when the child succeeded."""
+    inputs = read_coordinator_inputs(ctx.environ, load_profiles())
+    context = read_run_context(ctx.environ)
+    reporter = ctx.reporter()
+    token = inputs.token.get_secret_value()
+    reporter.mask(token)
+    clock = ctx.clock_factory()
+    client = GitHubClient(
+        ctx.session_factory(), context.api_url, context.repository, token, clock, log=reporter.log
+    )
+    with signals_interrupt() as settle:
+        result = Coordinator(inputs, context, client, clock, reporter, rng=ctx.rng).run()
+        settle()  # a late signal must not cut the outputs and the summary short
+        publish(result, reporter)
+    stats = client.stats
+    reporter.log(
+        f"API requests: {stats.sent} sent, {stats.not_modified} answered 304 (free), "
+        f"{stats.counted} counted against the rate limit"
+    )
+    return EXIT_OK if result.success else EXIT_FAILED
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[Callable[[], None]]:
+    """Turn SIGINT and SIGTERM (the runner cancelling the step) into Interrupted, then restore.
+
+    Yields `settle`: once called, signals no longer interrupt (the outputs are being written).
+    """
+    received: list[str] = []
+
+    def settle() -> None:
+        received.append("settled")
+
+    if threading.current_thread() is not threading.main_thread():
+        yield settle
+        return
+
+    def handler(signum: int, _frame: object) -> None:
+        # The runner sends SIGINT, then SIGTERM 7.5 s later: only the first one interrupts, so
+        # the second cannot break the cleanup the first one started.
+        if not received:
+            received.append(signal.Signals(signum).name)
+            raise Interrupted(received[0])
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield settle
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,28 @@
+"""`plan`: the candidate pools, their deadlines and the timeout the caller's job needs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from runner_queue_fallback.commands import EXIT_OK, Context
+from runner_queue_fallback.commands.flags import add_input_flags, input_flags
+from runner_queue_fallback.inputs import env_name, read_pool_settings
+from runner_queue_fallback.plan import make_plan
+from runner_queue_fallback.profiles import load_profiles
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Input flags (a flag wins over INPUT_* in the environment) and --json."""
+    add_input_flags(parser, "coordinator inputs (default: the INPUT_* environment variables)")
+    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    """Print the plan for the inputs in the environment and the flags."""
+    environ = {**ctx.environ, **{env_name(k): v for k, v in input_flags(args).items()}}
+    plan = make_plan(read_pool_settings(environ, load_profiles()))
+    print(json.dumps(plan.as_dict(), indent=2) if args.json else plan.render(), file=ctx.stdout)
+    return EXIT_OK
