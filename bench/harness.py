@@ -493,12 +493,12 @@ _RANDOM_KEYWORDS = ("rng", "random", "randomness", "spread_random")
 def job_timeout_minutes(plan: Plan, limits: JobLimits) -> float:
     """The job's `timeout-minutes`: as set, or what `plan` says the job needs plus the margin.
 
-    INTEGRATION HOOK (issue 14): once `plan` reports the possible extra time (admission timeout,
-    one reset wait) on its own line, a consumer who follows the README adds it; add it here too.
+    A fleet that shares one quota follows the README: it adds `plan`'s "possible extra" line
+    (the admission timeout, its spread and one quota reset) to the minimum timeout.
     """
     if limits.timeout_minutes is not None:
         return limits.timeout_minutes
-    return plan.timeout_minutes + limits.timeout_margin_minutes
+    return plan.timeout_minutes + plan.quota_extra_minutes + limits.timeout_margin_minutes
 
 
 def _job(  # noqa: PLR0917 (one coordinator's whole set-up)

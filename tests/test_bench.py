@@ -361,11 +361,12 @@ def test_a_post_step_past_its_limit_is_cut_off():
     assert load_figures(trial)["post_steps_cut_off"] == 1
 
 
-def test_the_job_timeout_is_what_plan_computes_unless_set():
+def test_the_job_timeout_is_what_plan_computes_with_its_possible_extra_unless_set():
     (record,) = simulate("ours", [queued_for(1)], jobs=JobLimits(timeout_margin_minutes=1)).records
     assert record.job is not None
-    # one 1-minute queue, a 5-minute execution timeout, 4 minutes of windows, 2 of parent grace
-    assert record.job.timeout_minutes == 1 + 5 + 4 + 2 + 1
+    # one 1-minute queue, a 5-minute execution timeout, 4 minutes of windows, 2 of parent grace,
+    # plus plan's "possible extra" (admission 60 + its 5-minute spread + one 60-minute reset)
+    assert record.job.timeout_minutes == 1 + 5 + 4 + 2 + (60 + 5 + 60) + 1
     assert not record.job.timed_out
 
 
