@@ -20,6 +20,7 @@ Figure = Callable[[Mapping[str, Any]], Any]
 
 FIGURES: dict[str, Figure] = {
     "queued_counted_per_hour": lambda v: v["scenarios"]["queued"]["queued"]["counted_per_hour"],
+    "queued_sent_per_hour": lambda v: 60 * v["scenarios"]["queued"]["queued"]["sent_per_minute"],
     "queued_run_counted_per_hour": lambda v: v["scenarios"]["queued"]["counted_per_hour"],
     "executing_counted_per_hour": lambda v: v["scenarios"]["executing"]["executing"][
         "counted_per_hour"
@@ -91,6 +92,9 @@ def targets(results: Mapping[str, Any]) -> list[dict[str, Any]]:
         rows.insert(
             1, (">= 32 concurrent coordinators within 1,000 requests/hour", count, 32, ">=")
         )
+        # a quick run's queue is a few minutes long: most of its reads are near the deadline
+        sent = FIGURES["queued_sent_per_hour"](ours)
+        rows.insert(1, ("<= 60 requests sent per queued coordinator-hour", sent, 60.0, "<="))
     out = []
     for text, value, limit, op in rows:
         met = None
@@ -320,7 +324,9 @@ def render(results: Mapping[str, Any]) -> str:
         status = {True: "MET", False: "NOT MET", None: "n/a"}[target["met"]]
         lines.append(f"  [{status:7}] {target['target']}: {_fmt(target['value'], '.3f')}")
     if settings["quick"]:
-        lines.append("  (quick mode: the concurrency target is only judged by a full run)")
+        lines.append(
+            "  (quick mode: the concurrency and sent-per-hour targets are only judged by a full run)"
+        )
     return "\n".join(lines)
 
 
