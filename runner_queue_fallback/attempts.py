@@ -28,6 +28,8 @@ class Attempt:
     queued_at: float | None = None
     queue_left_at: float | None = None
     outcome: str = "not dispatched"
+    #: the dispatch reply carried no run id (older contract): the run was found by its run-name
+    found_by_run_name: bool = False
 
     @property
     def queued_seconds(self) -> float | None:
@@ -46,6 +48,8 @@ class Result:
     error: RQFError | None = None
     cleanup: CleanupResult | None = None
     race: bool = False
+    #: the REST API version the sequence ended on ("" when no request was made)
+    api_version: str = ""
 
     @property
     def last(self) -> Attempt | None:

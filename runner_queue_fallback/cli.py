@@ -26,6 +26,7 @@ from runner_queue_fallback.clock import Clock, SystemClock
 from runner_queue_fallback.coordinator import Coordinator
 from runner_queue_fallback.errors import GitHubError, Interrupted, RQFError, UnexpectedError
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO
 from runner_queue_fallback.guard import Guard
 from runner_queue_fallback.inputs import (
     COORDINATOR_INPUTS,
@@ -185,10 +186,22 @@ def _run_plan(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _client(
-    ctx: Context, run: RunContext, token: str, clock: Clock, reporter: Reporter
+    ctx: Context,
+    run: RunContext,
+    token: str,
+    clock: Clock,
+    reporter: Reporter,
+    *,
+    api_version: str = AUTO,
 ) -> GitHubClient:
     return GitHubClient(
-        ctx.session_factory(), run.api_url, run.repository, token, clock, log=reporter.log
+        ctx.session_factory(),
+        run.api_url,
+        run.repository,
+        token,
+        clock,
+        log=reporter.log,
+        api_version=api_version,
     )
 
 
@@ -229,7 +242,7 @@ def _run_coordinate(_args: argparse.Namespace, ctx: Context) -> int:
     token = inputs.token.get_secret_value()
     reporter.mask(token)
     clock = ctx.clock_factory()
-    client = _client(ctx, run, token, clock, reporter)
+    client = _client(ctx, run, token, clock, reporter, api_version=inputs.api_version)
     with _signals_interrupt() as settle:
         result = Coordinator(inputs, run, client, clock, reporter).run()
         settle()  # a late signal must not cut the outputs and the summary short
@@ -274,7 +287,10 @@ def _clean_up_after_main_step(
 ) -> int:
     run = read_run_context(ctx.environ)
     clock = ctx.clock_factory()
-    client = _client(ctx, run, token, clock, reporter)
+    # The version the main step settled on (saved before each dispatch); auto when it is missing.
+    saved = state.get("api-version", "").strip()
+    version = saved if saved in API_VERSION_CHOICES else AUTO
+    client = _client(ctx, run, token, clock, reporter, api_version=version)
     workflow = ctx.environ.get(env_name("workflow"), "").strip().removeprefix(".github/workflows/")
     run_id = run_left_by_main_step(client, clock, state, workflow, reporter.log)
     if run_id is None:
@@ -310,7 +326,7 @@ def _run_guard(_args: argparse.Namespace, ctx: Context) -> int:
     reporter.mask(token)
     clock = ctx.clock_factory()
     try:
-        client = _client(ctx, run, token, clock, reporter)
+        client = _client(ctx, run, token, clock, reporter, api_version=inputs.api_version)
         result = Guard(inputs, run, client, clock, reporter).run()
         result.publish(reporter)
     except Exception as exc:  # noqa: BLE001  # the guard fails closed, whatever happened
