@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
-from runner_queue_fallback.errors import TRANSIENT_ERRORS, SequenceError
+from runner_queue_fallback.errors import TRANSIENT_ERRORS, GitHubError, SequenceError
 from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.sequence.context import Sequence
 
@@ -75,15 +75,24 @@ def _search(
     """One search by run-name; the first run created wins, and any other is named in a warning.
 
     A transient failure is logged and the next search may still find the run; anything else
-    (a refused permission, a missing workflow) stops the sequence.
+    (a refused permission, a missing workflow) stops the sequence, naming the run-name.
     """
+    name = attempt.request_id
     try:
         runs = seq.client.find_runs_by_name(
-            seq.inputs.workflow, attempt.request_id, created_after=since, deadline=deadline
+            seq.inputs.workflow, name, created_after=since, deadline=deadline
         )
     except TRANSIENT_ERRORS as exc:
-        seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+        seq.report.log(f"Looking for run-name {name}: {exc}")
         return None
+    except GitHubError as exc:
+        attempt.outcome = "dispatch accepted, run not found"
+        raise SequenceError(
+            f"the dispatch of {name} was accepted without its run id, and looking for its run "
+            f"failed: {exc}; no run with run-name {name} appeared to the coordinator, and it is "
+            f"not dispatched again. If a run named {name} exists, cancel it (the post step looks "
+            "for it again)"
+        ) from None
     if not runs:
         return None
     runs.sort(key=lambda run: (run.created_at, run.id))
