@@ -33,7 +33,7 @@ from runner_queue_fallback.sim import (
     VirtualClock,
 )
 from runner_queue_fallback.sim.model import Workload
-from runner_queue_fallback.sim.world import QUOTA_WINDOW
+from runner_queue_fallback.sim.world import API_VERSIONS, QUOTA_WINDOW
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
     coordinator_environ,
@@ -260,11 +260,18 @@ def simulate(
     *,
     quota: int = 1000,
     latency: float = 0.25,
+    api_versions: frozenset[str] = API_VERSIONS,
 ) -> Trial:
-    """Run every spec's coordinator at once on one virtual clock in one repository."""
+    """Run every spec's coordinator at once on one virtual clock in one repository.
+
+    `api_versions=OLDER_SERVER`: an older GitHub Enterprise Server (the older contract).
+    """
     clock = VirtualClock()
     world = TimedFakeGitHub(
-        clock, quota=quota, timings=Timings(latency=latency, timeout_minutes=1e5)
+        clock,
+        quota=quota,
+        timings=Timings(latency=latency, timeout_minutes=1e5),
+        api_versions=api_versions,
     )
     # The clock only builds a world when none is given; ours is a VirtualClock.
     standard_world(cast("FakeClock", clock), world)
@@ -312,7 +319,13 @@ def _coordinator(
     inputs = read_coordinator_inputs(environ, profiles)
     token = inputs.token.get_secret_value()
     client = GitHubClient(
-        world.session(), ctx.api_url, ctx.repository, token, clock, conditional=variant == "ours"
+        world.session(),
+        ctx.api_url,
+        ctx.repository,
+        token,
+        clock,
+        conditional=variant == "ours",
+        api_version=inputs.api_version,
     )
     kind = OriginalCoordinator if variant == "baseline" else Coordinator
     return kind(inputs, ctx, client, clock, Reporter(io.StringIO())).run, client
