@@ -55,7 +55,7 @@ from runner_queue_fallback.sim import (
     VirtualClock,
 )
 from runner_queue_fallback.sim.model import Workload
-from runner_queue_fallback.sim.world import QUOTA_WINDOW
+from runner_queue_fallback.sim.world import API_VERSIONS, QUOTA_WINDOW
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
     capture_stdout,
@@ -410,11 +410,13 @@ def simulate(
     etags: ETagPolicy | None = None,
     secondary: SecondaryLimits | None = None,
     jobs: JobLimits | None = None,
+    api_versions: frozenset[str] = API_VERSIONS,
 ) -> Trial:
     """Run every spec's coordinator at once on one virtual clock in one repository.
 
     `etags` overrides the variant's world (`VARIANT_ETAGS`); `secondary` turns the fake's
-    secondary limits on; `jobs` runs each coordinator as a job (timeout, post step).
+    secondary limits on; `jobs` runs each coordinator as a job (timeout, post step);
+    `api_versions=OLDER_SERVER`: an older GitHub Enterprise Server (the older contract).
     """
     clock = VirtualClock()
     world = TimedFakeGitHub(
@@ -423,6 +425,7 @@ def simulate(
         timings=Timings(latency=latency, timeout_minutes=1e5),
         etags=etags or VARIANT_ETAGS[variant],
         secondary=secondary,
+        api_versions=api_versions,
     )
     # The clock only builds a world when none is given; ours is a VirtualClock.
     standard_world(cast("FakeClock", clock), world)
@@ -523,7 +526,13 @@ def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
     token = inputs.token.get_secret_value()
     used: Clock = step_clock or clock
     client = GitHubClient(
-        world.session(), ctx.api_url, ctx.repository, token, used, conditional=variant != "baseline"
+        world.session(),
+        ctx.api_url,
+        ctx.repository,
+        token,
+        used,
+        conditional=variant != "baseline",
+        api_version=inputs.api_version,
     )
     kind = OriginalCoordinator if variant == "baseline" else Coordinator
     log = io.StringIO()

@@ -319,6 +319,7 @@ def render(results: Mapping[str, Any]) -> str:
     for title, scenario, breakdown, keys in BREAKDOWNS:
         lines.append(title.format(**context))
         lines.extend(_breakdown(results["variants"], scenario, breakdown, keys))
+    lines += _older_contract(results.get("older_contract"))
     lines += ["", "Targets (ours):"]
     for target in results["targets"]:
         status = {True: "MET", False: "NOT MET", None: "n/a"}[target["met"]]
@@ -328,6 +329,20 @@ def render(results: Mapping[str, Any]) -> str:
             "  (quick mode: the concurrency and sent-per-hour targets are only judged by a full run)"
         )
     return "\n".join(lines)
+
+
+def _older_contract(older: Mapping[str, Any] | None) -> list[str]:
+    """One line: the extra counted requests of a fallback sequence on an older server."""
+    if not older:
+        return []
+    return [
+        "",
+        f"Older contract (API 2022-11-28, runs found by run-name), fallback sequence of "
+        f"{older['candidates']} candidates (ours): {older['counted_2022_11_28']} counted requests "
+        f"vs {older['counted_2026_03_10']} on 2026-03-10: "
+        f"{older['extra_counted_per_sequence']:+d} per sequence"
+        + ("" if older["success"] else " (a run did not succeed: check the JSON)"),
+    ]
 
 
 def _context(settings: Mapping[str, Any]) -> dict[str, Any]:

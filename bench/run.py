@@ -40,6 +40,7 @@ from typing import Any
 from bench.harness import FOREVER, VARIANTS, CoordinatorSpec, PoolSpec, Trial, Variant, simulate
 from bench.metrics import peak_window, precision, summarize_past_limit, usage
 from bench.report import ratio, ratios, render, targets
+from runner_queue_fallback.sim.world import API_VERSIONS, OLDER_SERVER
 
 __all__ = ["Settings", "main", "run_bench"]
 
@@ -369,9 +370,31 @@ def run_bench(settings: Settings, log: Callable[[str], None] = print) -> dict[st
             "container": container_cold_start(settings.cold_runs),
         },
     }
+    results["older_contract"] = older_contract(settings)
     results["ratios"] = ratios(results)
     results["targets"] = targets(results)
     return results
+
+
+def older_contract(settings: Settings) -> dict[str, Any]:
+    """The fallback sequence (ours) on an older server: the counted requests it adds.
+
+    `api-version: auto` meets a server without 2026-03-10: one refused first request, then each
+    dispatch answers 204 and its run is found by run-name (searches answered 304 cost nothing).
+    """
+    spec = single_specs(settings)["fallback"]
+    newer, older = (
+        simulate("ours", [spec], quota=settings.quota, latency=settings.latency, api_versions=v)
+        for v in (API_VERSIONS, OLDER_SERVER)
+    )
+    extra = older.totals.counted - newer.totals.counted
+    return {
+        "candidates": len(spec.pools),
+        "counted_2026_03_10": newer.totals.counted,
+        "counted_2022_11_28": older.totals.counted,
+        "extra_counted_per_sequence": extra,
+        "success": all(r.success for r in (*newer.records, *older.records)),
+    }
 
 
 # -- command line -----------------------------------------------------------------------------

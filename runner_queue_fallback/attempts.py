@@ -28,6 +28,8 @@ class Attempt:
     queued_at: float | None = None
     queue_left_at: float | None = None
     outcome: str = "not dispatched"
+    #: the dispatch reply carried no run id (older contract): the run was found by its run-name
+    found_by_run_name: bool = False
 
     @property
     def queued_seconds(self) -> float | None:
@@ -49,6 +51,8 @@ class Result:
     #: waits for API quota before a dispatch (admission), and their total in seconds
     admission_waits: int = 0
     admission_waited: float = 0.0
+    #: the REST API version the sequence ended on ("" when no request was made)
+    api_version: str = ""
 
     @property
     def last(self) -> Attempt | None:

@@ -117,6 +117,9 @@ def _unconfirmed(last: Observation | None, detail: str) -> str:
 _POST_LOOKBACK = timedelta(hours=6)
 #: Margin for the difference between the runner's clock and GitHub's `created_at`.
 _CLOCK_SKEW = timedelta(minutes=5)
+#: How long the post step keeps looking for a run known only by its run-name (not in the spec:
+#: one more startup window, at the startup cadence; an older server may list a run late).
+POST_SEARCH_WINDOW_SECONDS = timing.STARTUP_WINDOW_SECONDS
 
 
 def run_left_by_main_step(
@@ -132,8 +135,9 @@ def run_left_by_main_step(
 
     The main step saves `request-id` before each dispatch and `child-run-id` with
     `child-request-id` once the run id is known. When the last request id has no run id (the
-    step died while its dispatch was in flight, or the reply was lost), the run is looked up by
-    its unique run-name, unless GitHub definitely refused that dispatch (`refused-request-id`).
+    step died while its dispatch was in flight, the reply was lost, or an older server's run never
+    showed up by its run-name), the run is looked up by its unique run-name, every 5 s for up to
+    2 minutes, unless GitHub definitely refused that dispatch (`refused-request-id`).
     """
     run_id = state.get("child-run-id", "").strip()
     known = int(run_id) if run_id.isascii() and run_id.isdigit() else None
@@ -147,16 +151,48 @@ def run_left_by_main_step(
         since = datetime.fromisoformat(state["dispatched-at"]) - _CLOCK_SKEW
     except (KeyError, ValueError):
         since = clock.now() - _POST_LOOKBACK
-    try:
-        runs = client.find_runs_by_name(workflow, pending, created_after=since, deadline=deadline)
-    except GitHubError as exc:
-        log(f"Could not look for run-name {pending}: {exc}")
-        return known
-    if runs:
-        log(f"Found run {runs[0].id} with run-name {pending}, whose dispatch reply was never read")
-        return runs[0].id
+    found = _search_by_run_name(
+        client, clock, workflow, pending, since=since, log=log, deadline=deadline
+    )
+    if found is not None:
+        log(f"Found run {found} with run-name {pending}, whose dispatch reply named no run")
+        return found
     log(
         f"No run with run-name {pending} was found since {since.isoformat()}: if one appears, "
         "cancel it by hand"
     )
     return known
+
+
+def _search_by_run_name(
+    client: GitHubClient,
+    clock: Clock,
+    workflow: str,
+    run_name: str,
+    *,
+    since: datetime,
+    log: Callable[[str], None],
+    deadline: float | None = None,
+) -> int | None:
+    """Search by run-name every 5 s within the post step's search window; the first run created.
+
+    The window ends early at `deadline` (the post step's own limit) when that comes first.
+    """
+    window_end = clock.monotonic() + POST_SEARCH_WINDOW_SECONDS
+    deadline = window_end if deadline is None else min(deadline, window_end)
+    while True:
+        try:
+            runs = client.find_runs_by_name(
+                workflow, run_name, created_after=since, deadline=deadline
+            )
+        except PermissionDenied as exc:  # will not start working within the window
+            log(f"Could not look for run-name {run_name}: {exc}")
+            return None
+        except GitHubError as exc:
+            log(f"Could not look for run-name {run_name}: {exc}")
+        else:
+            if runs:
+                return min(runs, key=lambda run: (run.created_at, run.id)).id
+        if clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
+            return None
+        clock.sleep(timing.STARTUP_POLL_SECONDS)

@@ -93,6 +93,7 @@ class Coordinator:
                 # cleanup again within the signal's grace, so the result is still published.
                 self.seq.report.log(f"{signal} during the cleanup; cleaning up within the grace")
                 self._clean_up_safely(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
+        self.result.api_version = self.seq.client.version
         return self.result
 
     def _unexpected(self, exc: Exception) -> UnexpectedError:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.errors import InputError, InputErrors
+from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
 from runner_queue_fallback.overrides import parse_json, resolve_runners
 from runner_queue_fallback.profiles import Candidate, Profile
 
@@ -53,6 +54,7 @@ COORDINATOR_INPUTS = (
     "runners",
     "workload",
     "source-policy",
+    "api-version",
     "token",
 )
 #: The inputs the coordinator dispatches, in the order the child workflow declares them.
@@ -66,7 +68,7 @@ CHILD_INPUTS = (
     "workload",
 )
 #: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
-#: workflow file name(s) and the token.
+#: workflow file name(s), the API version and the token.
 GUARD_INPUTS = (
     "request-id",
     "parent-run-id",
@@ -74,6 +76,7 @@ GUARD_INPUTS = (
     "source-ref",
     "source-sha",
     "coordinator-workflow",
+    "api-version",
     "token",
 )
 
@@ -136,6 +139,8 @@ class CoordinatorInputs(BaseModel):
     workload: str
     source_policy: SourcePolicy
     token: SecretStr
+    #: `auto` (detect on the first reply), `2026-03-10` or `2022-11-28`
+    api_version: ApiVersionSetting = AUTO
 
 
 class GuardInputs(BaseModel):
@@ -151,6 +156,7 @@ class GuardInputs(BaseModel):
     #: the coordinator workflow file names the parent run may be a run of (empty: not checked)
     coordinator_workflows: tuple[str, ...] = ()
     token: SecretStr
+    api_version: ApiVersionSetting = AUTO
 
 
 class RunContext(BaseModel):
@@ -359,6 +365,7 @@ OTHER_RULES: Mapping[str, Callable[[str, str], object]] = {
     "source-sha": _sha,
     "workload": _workload,
     "source-policy": _source_policy,
+    "api-version": _choice(API_VERSION_CHOICES),
     "token": _token,
 }
 
@@ -434,6 +441,7 @@ def read_coordinator_inputs(
     workload = reader.get("workload", _workload, "{}", required=False)
     source_policy = reader.get("source-policy", _source_policy, "current", required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
+    api_version = _read_api_version(reader)
     reader.done()
     assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
     return CoordinatorInputs(
@@ -445,6 +453,7 @@ def read_coordinator_inputs(
         workload=workload,
         source_policy=source_policy,
         token=token,
+        api_version=api_version,
     )
 
 
@@ -459,6 +468,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     none: tuple[str, ...] = ()
     coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
+    api_version = _read_api_version(reader)
     reader.done()
     return GuardInputs(
         request_id=request_id,
@@ -468,7 +478,16 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         source_sha=source_sha,
         coordinator_workflows=coordinators,
         token=token,
+        api_version=api_version,
     )
+
+
+def _read_api_version(reader: _Reader) -> ApiVersionSetting:
+    """The `api-version` input: auto (the default), 2026-03-10 or 2022-11-28."""
+    version: ApiVersionSetting = reader.get(
+        "api-version", _choice(API_VERSION_CHOICES), AUTO, required=False
+    )
+    return version
 
 
 def read_run_context(environ: Mapping[str, str], *, in_a_run: bool = True) -> RunContext:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from runner_queue_fallback.attempts import Attempt, Result
+from runner_queue_fallback.github.versions import OLDER
 from runner_queue_fallback.report import Reporter, escape_markdown, markdown_link
 
 __all__ = ["attempts_json", "outputs", "publish", "summary_markdown", "worker_link"]
@@ -80,6 +81,7 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
             f"| {escape_markdown(a.outcome)} |"
         )
     lines.append("")
+    lines += _api_version_line(result)
     if result.error is not None:
         lines += [f"**Error:** {escape_markdown(str(result.error))}", ""]
     if result.race:
@@ -96,6 +98,16 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
         artifacts = f"{last.run_url}#artifacts"
         lines += [markdown_link("Artifacts of the worker run", artifacts, server_url), ""]
     return "\n".join(lines) + "\n"
+
+
+def _api_version_line(result: Result) -> list[str]:
+    """Which REST API version the run used; on the older one, how each child was found."""
+    if not result.api_version:
+        return []
+    line = f"GitHub REST API version: {escape_markdown(result.api_version)}"
+    if result.api_version == OLDER:
+        line += " (the dispatch reply names no run: each child was found by its run-name)"
+    return [line, ""]
 
 
 def publish(result: Result, reporter: Reporter) -> None:

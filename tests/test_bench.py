@@ -80,6 +80,18 @@ def test_quick_bench_prints_a_table_and_writes_json(bench):
     assert "Targets (ours):" in printed
 
 
+def test_the_older_contract_reports_its_extra_counted_requests(bench):
+    """Issue 19: the fallback sequence on an older server succeeds and costs a few requests more."""
+    results, printed = bench
+    older = results["older_contract"]
+    assert older["success"] is True
+    extra = older["extra_counted_per_sequence"]
+    assert extra == older["counted_2022_11_28"] - older["counted_2026_03_10"]
+    # One refused first request, then a first search per candidate; later searches are 304s.
+    assert 1 <= extra <= 1 + 2 * older["candidates"], older
+    assert f"{extra:+d} per sequence" in printed
+
+
 def test_sent_is_counted_plus_304s_plus_rate_limited(bench):
     results, _ = bench
     for variant, name, usage in usages(results):

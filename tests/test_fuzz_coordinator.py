@@ -37,7 +37,7 @@ from runner_queue_fallback.plan import make_plan
 from runner_queue_fallback.profiles import Candidate, load_profiles
 from runner_queue_fallback.sim.faults import FAULT_KINDS, Fault, FaultPlan
 from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.sim.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
     SOURCE_REF,
@@ -106,6 +106,8 @@ class Case:
     quota_spent_at: float | None = None
     #: requests left in the quota when the coordinator starts (None: all of it)
     quota_left: int | None = None
+    #: an older GitHub Enterprise Server: no API version 2026-03-10, dispatch answers 204
+    older_server: bool = False
 
 
 @dataclass
@@ -211,6 +213,7 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         workload=case.workload,
         faults=FaultPlan(list(case.faults), case.seed),
         unassigned_runner_as_zero=case.unassigned_runner_as_zero,
+        api_versions=OLDER_SERVER if case.older_server else API_VERSIONS,
     )
     if case.guard and GUARD:
         world.on_worker_start = guard_hook(
@@ -348,6 +351,9 @@ def configurations(draw: st.DrawFn, family: str | None = None) -> dict[str, str]
         inputs["workload"] = '{"shard": 1, "artifact": "build-7"}'
     if draw(st.integers(0, 5)) == 0:
         inputs["workflow-ref"] = "refs/heads/main"
+    api_version = draw(weighted((6, None), (2, "auto"), (2, "2022-11-28"), (1, "2026-03-10")))
+    if api_version is not None:
+        inputs["api-version"] = api_version
     return inputs
 
 
@@ -462,6 +468,7 @@ def timings(draw: st.DrawFn) -> Timings:
         timeout_minutes=draw(weighted((4, 15.0), (1, 1.0), (1, 5.0), (1, 60.0))),
         requested_delay=draw(weighted((6, 0.0), (1, 2.0), (1, 20.0))),
         pending_delay=draw(weighted((6, 0.0), (1, 5.0), (1, 40.0), (1, 150.0))),
+        listing_delay=draw(weighted((6, 0.0), (1, 20.0), (1, 100.0), (1, 150.0), (1, 10_000.0))),
     )
 
 
@@ -512,6 +519,7 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
         odd_header=draw(weighted((6, None), *((1, value) for value in ODD_HEADERS))),
         quota_spent_at=sometimes(8),
         quota_left=draw(weighted((12, None), (1, 0), (1, 30), (1, 200))),
+        older_server=draw(weighted((3, False), (1, True))),
     )
 
 

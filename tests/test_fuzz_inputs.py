@@ -271,6 +271,7 @@ INPUT_VALUES: dict[str, st.SearchStrategy[str]] = {
     # `runners` is drawn in `input_sets`, knowing the runner type.
     "workload": workloads(),
     "source-policy": st.one_of(near("current", "pinned-after-start"), junk),
+    "api-version": st.one_of(near("auto", "2026-03-10", "2022-11-28"), junk),
     "token": st.one_of(
         st.just(TOKEN),
         st.text(min_size=1, max_size=10).map(lambda t: f"{TOKEN}{t}"),

@@ -219,6 +219,7 @@ def test_dispatch_posts_ref_and_inputs_and_returns_the_run(
         match=[matchers.json_params_matcher({"ref": "main", "inputs": INPUTS})],
     )
     result = client.dispatch_workflow("runner-worker.yml", "main", INPUTS)
+    assert result is not None
     assert result.workflow_run_id == 77
     assert result.html_url.endswith("/actions/runs/77")
 

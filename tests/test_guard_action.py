@@ -189,6 +189,7 @@ def _with(world: FakeGitHub) -> dict[str, str]:
         "source-ref": SOURCE_REF,
         "source-sha": world.refs["heads/feature"],
         "coordinator-workflow": COORDINATOR_WORKFLOW,
+        "api-version": "auto",  # not in the example's with: the runner fills in the default
         "token": TOKEN,
     }
 
@@ -293,6 +294,7 @@ def test_both_forms_read_every_input(served, tmp_path, form, name):
         "source-ref": "refs/heads/other",
         "source-sha": "f" * 40,
         "coordinator-workflow": "ci.yml",  # the parent is a run of another workflow
+        "api-version": "2024-01-01",  # not a version the input allows: refused before any request
         "token": "",  # blank: the input is missing
     }
     values = {**_with(world), name: wrong[name]}

@@ -267,9 +267,11 @@ def test_documented_default_values():
         "admission-timeout-minutes": "60",
         "workload": "{}",
         "source-policy": "current",
+        "api-version": "auto",  # issue 19
         "token": "${{ github.token }}",
     }
     parsed = read_coordinator_inputs(_env(VALID_COORDINATOR), load_profiles())
+    assert parsed.api_version == "auto"
     assert parsed.pools.queue_policy == "standard"
     assert parsed.pools.execution_timeout_minutes == 180
     assert parsed.pools.admission_timeout_minutes == 60

@@ -11,6 +11,7 @@ from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.errors import GitHubError, RQFError, UnexpectedError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
+from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO
 from runner_queue_fallback.inputs import env_name, read_run_context
 from runner_queue_fallback.report import Reporter, escape_markdown
 
@@ -49,8 +50,17 @@ def _clean_up_after_main_step(
 ) -> int:
     context = read_run_context(ctx.environ)
     clock = ctx.clock_factory()
+    # The version the main step settled on (saved before each dispatch); auto when it is missing.
+    saved = state.get("api-version", "").strip()
+    version = saved if saved in API_VERSION_CHOICES else AUTO
     client = GitHubClient(
-        ctx.session_factory(), context.api_url, context.repository, token, clock, log=reporter.log
+        ctx.session_factory(),
+        context.api_url,
+        context.repository,
+        token,
+        clock,
+        log=reporter.log,
+        api_version=version,
     )
     # A child may exist: wait out a spent quota, but only within the post step's own limit
     # (GitHub ends a post step 5 minutes after the job is cancelled).

@@ -28,7 +28,13 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
     reporter.mask(token)
     clock = ctx.clock_factory()
     client = GitHubClient(
-        ctx.session_factory(), context.api_url, context.repository, token, clock, log=reporter.log
+        ctx.session_factory(),
+        context.api_url,
+        context.repository,
+        token,
+        clock,
+        log=reporter.log,
+        api_version=inputs.api_version,
     )
     with signals_interrupt() as settle:
         result = Coordinator(inputs, context, client, clock, reporter, rng=ctx.rng).run()

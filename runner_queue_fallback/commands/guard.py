@@ -30,6 +30,7 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
             token,
             clock,
             log=reporter.log,
+            api_version=inputs.api_version,
         )
         result = Guard(inputs, context, client, clock, reporter).run()
         result.publish(reporter)

@@ -39,7 +39,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     clock = ctx.clock_factory()
     token = inputs.token.get_secret_value()
     client = GitHubClient(
-        ctx.session_factory(), context.api_url, context.repository, token, clock, log=reporter.log
+        ctx.session_factory(),
+        context.api_url,
+        context.repository,
+        token,
+        clock,
+        log=reporter.log,
+        api_version=inputs.api_version,
     )
     passed = preflight.run(inputs, context, client, reporter, in_a_run=in_a_run)
     return EXIT_OK if passed else EXIT_FAILED

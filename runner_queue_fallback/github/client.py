@@ -1,9 +1,12 @@
 """The GitHub REST client: dispatch once, read and cancel with the specification's retries.
 
-Every request carries the token, the 2026-03-10 API version header and a timeout. Reads and
-cancellation go through `retry.spec_retrying` on the injected Clock; the dispatch POST is sent
-exactly once. GETs are conditional (ETag / If-None-Match): a 304 does not count against the
-primary rate limit and returns the cached body.
+Every request carries the token, the API version header and a timeout. The version is 2026-03-10
+unless the `api-version` input pins 2022-11-28, or, with `auto`, the first reply refuses
+2026-03-10 or a dispatch answers 204: then the client moves to 2022-11-28 (`_refused_first`,
+`_use_older`) and a dispatch reply carries no run id. Reads and cancellation go through
+`retry.spec_retrying` on the injected Clock; the dispatch POST is sent exactly once. GETs are
+conditional (ETag / If-None-Match): a 304 does not count against the primary rate limit and
+returns the cached body.
 
 The token is kept in one private header dict and never appears in a message, log line or repr.
 """
@@ -56,14 +59,22 @@ from runner_queue_fallback.github.retry import (
     describe_failure,
     spec_retrying,
 )
+from runner_queue_fallback.github.versions import (
+    API_VERSION_CHOICES,
+    AUTO,
+    NEWER,
+    OLDER,
+    ApiVersionRefused,
+    refuses_version,
+)
 
 if TYPE_CHECKING:
     from tenacity import RetryCallState
 
 __all__ = ["API_VERSION", "USER_AGENT", "GitHubClient", "RequestStats", "api_path"]
 
-#: Ref: https://docs.github.com/rest/about-the-rest-api/api-versions
-API_VERSION: Final = "2026-03-10"
+#: The preferred version. Ref: https://docs.github.com/rest/about-the-rest-api/api-versions
+API_VERSION: Final = NEWER
 USER_AGENT: Final = "runner-queue-fallback"
 
 _MESSAGE_LIMIT = 300
@@ -71,6 +82,9 @@ _MESSAGE_LIMIT = 300
 _ERROR_BODY_LIMIT = 64 * 1024
 _MAX_DIGITS = 18
 _MAX_TAG_HOPS = 3  # a tag of a tag of a tag is already unusual
+#: A run-name search reads at most this many pages of 100 runs (GitHub lists at most 1,000 runs
+#: for a filtered query).
+_MAX_SEARCH_PAGES = 10
 _ModelT = TypeVar("_ModelT", bound=BaseModel)
 _T = TypeVar("_T")
 
@@ -134,7 +148,7 @@ class _Cached:
 
 
 class GitHubClient:
-    """Talk to one repository through the GitHub REST API 2026-03-10.
+    """Talk to one repository through the GitHub REST API (2026-03-10, or 2022-11-28).
 
     `deadline` arguments are absolute `clock.monotonic()` values (None: no deadline) that every
     attempt and retry wait of the call shares.
@@ -161,11 +175,24 @@ class GitHubClient:
         timeout: float = timing.REQUEST_TIMEOUT_SECONDS,
         conditional: bool = True,
         log: Callable[[str], None] | None = None,
+        api_version: str = NEWER,
     ) -> None:
-        """Use `session` (whose own retries stay off) against `api_url` for `owner/name`."""
+        """Use `session` (whose own retries stay off) against `api_url` for `owner/name`.
+
+        `api_version`: `2026-03-10`, `2022-11-28` or `auto` (detect on the first reply; what the
+        action's steps pass by default, from their `api-version` input).
+        """
         owner, _, name = repository.partition("/")
         if not owner or not name or "/" in name:
             raise ValueError(f"repository must be 'owner/name', got {repository!r}")
+        if api_version not in API_VERSION_CHOICES:
+            raise ValueError(
+                f"api_version must be one of {API_VERSION_CHOICES}, got {api_version!r}"
+            )
+        #: The API version every request asks for now; with `auto` it may move to 2022-11-28 once.
+        self.version: str = NEWER if api_version == AUTO else api_version
+        self._auto = api_version == AUTO
+        self._detecting = self._auto  # until a reply settles the version
         self._session = session
         self._api_url = api_url.rstrip("/")
         self._repository = repository
@@ -178,7 +205,6 @@ class GitHubClient:
         self._headers: Final = {
             "Authorization": f"Bearer {token}",
             "Accept": "application/vnd.github+json",
-            "X-GitHub-Api-Version": API_VERSION,
             "User-Agent": USER_AGENT,
         }
         self._cache: dict[str, _Cached] = {}
@@ -199,8 +225,13 @@ class GitHubClient:
 
     def dispatch_workflow(
         self, workflow: str, ref: str, inputs: Mapping[str, str]
-    ) -> DispatchResult:
+    ) -> DispatchResult | None:
         """Dispatch `workflow` at `ref` once; never retried.
+
+        Returns the run details, or None on the older contract (2022-11-28): `204 No Content`
+        means "accepted, run unknown", and the run is found by its run-name (`find_runs_by_name`).
+        With `auto`, the version is settled by a read first if no reply has settled it yet: the
+        POST itself is never the probe, since it cannot be sent twice.
 
         Raises:
             DispatchAmbiguous: transport error, timeout, 408/5xx, or a 2xx without the expected
@@ -209,6 +240,8 @@ class GitHubClient:
                 limits): definite, no run was created.
 
         """
+        if self._detecting:
+            self._probe_version(workflow)
         path = self._path("actions", "workflows", workflow, "dispatches")
         try:
             response = self._send(
@@ -225,11 +258,20 @@ class GitHubClient:
                 raise DispatchAmbiguous(
                     path, f"200 reply without the expected run details{request_id}"
                 ) from None
+        if status == 204 and self.version == OLDER:
+            return None
+        if status == 204 and self._may_move:
+            self._use_older(
+                f"the server answered a dispatch with 204 No Content{request_id}: it ignores "
+                f"API version {NEWER}"
+            )
+            return None
         if 200 <= status < 300:
             raise DispatchAmbiguous(
                 path,
-                f"HTTP {status} without run details{request_id}; GitHub Enterprise Server "
-                "versions without the 2026-03-10 API are not supported",
+                f"HTTP {status} without run details{request_id}; the server does not keep API "
+                f"version {self.version}'s dispatch contract: set the input 'api-version' to "
+                f"auto (the default) or {OLDER}",
             )
         if status == 408 or status >= 500:
             raise DispatchAmbiguous(path, f"HTTP {status}{request_id}")
@@ -276,21 +318,30 @@ class GitHubClient:
         created_after: datetime,
         deadline: float | None = None,
     ) -> list[WorkflowRun]:
-        """Find `workflow_dispatch` runs of `workflow` whose run-name is `run_name`.
+        """Find `workflow_dispatch` runs of `workflow` whose run-name is exactly `run_name`.
 
-        Used to recover an ambiguous dispatch. `created_after` must be timezone-aware; it is
-        sent to second precision as `created=>=...`. Only the first 100 runs are read.
+        Used to find a run whose dispatch reply carried no run id (the older contract) or was
+        lost. `created_after` must be timezone-aware; it is sent to second precision as
+        `created=>=...`. Pages of 100 runs are read, newest first, following `Link` on the API
+        host (`iter_workflow_runs`), until a page holds a match or after 10 pages. Pass the same
+        `created_after` on every search of one run: the same URLs then answer 304 when nothing
+        changed, which does not count against the rate limit.
         """
-        if created_after.tzinfo is None:
-            raise ValueError("created_after must be timezone-aware")
-        since = created_after.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        path = self._path("actions", "workflows", workflow, "runs")
-        params = {"event": "workflow_dispatch", "created": f">={since}", "per_page": "100"}
-        runs = self._get(path, params, WorkflowRunList, deadline, cacheable=False).workflow_runs
-        return [run for run in runs if run.display_title == run_name]
+        found: list[WorkflowRun] = []
+        pages = self.iter_workflow_runs(workflow, created_after=created_after, deadline=deadline)
+        for number, page in enumerate(pages, start=1):
+            found += [run for run in page.workflow_runs if run.display_title == run_name]
+            if found or number >= _MAX_SEARCH_PAGES:
+                break
+        return found
 
     def iter_workflow_runs(
-        self, workflow: str, *, created_after: datetime, per_page: int = 100
+        self,
+        workflow: str,
+        *,
+        created_after: datetime,
+        per_page: int = 100,
+        deadline: float | None = None,
     ) -> Generator[WorkflowRunList]:
         """Pages of `workflow_dispatch` runs of `workflow` created at or after `created_after`.
 
@@ -311,15 +362,17 @@ class GitHubClient:
         }
         url: str | None = self._url(path, params)
         while url is not None:
-            page, link = self._get_page(url, path)
+            page, link = self._get_page(url, path, deadline)
             yield page
             url = self._next_on_api_host(link, path)
 
-    def _get_page(self, url: str, path: str) -> tuple[WorkflowRunList, str]:
+    def _get_page(
+        self, url: str, path: str, deadline: float | None = None
+    ) -> tuple[WorkflowRunList, str]:
         """GET one list page by its full URL; the page and its `Link` header (kept for 304s)."""
 
         def attempt(number: int) -> tuple[WorkflowRunList, str]:
-            response = self._checked_send("GET", path, url, number, None)
+            response = self._checked_send("GET", path, url, number, deadline)
             cached = self._cache.get(url)
             if response.status_code == 304 and self._conditional and cached is not None:
                 self.stats.not_modified += 1
@@ -335,7 +388,7 @@ class GitHubClient:
                 self._links[url] = link
             return parsed, link
 
-        return self._retrying("GET", path, None, attempt)
+        return self._retrying("GET", path, deadline, attempt)
 
     def _next_on_api_host(self, link: str, path: str) -> str | None:
         """The `rel="next"` URL of a Link header, refused unless it is under the API URL."""
@@ -433,6 +486,52 @@ class GitHubClient:
     def force_cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
         """Cancel a run bypassing `always()` conditions; for a run that ignores `/cancel`."""
         return self._cancel(self._path("actions", "runs", run_id, "force-cancel"), deadline)
+
+    # -- the API version (the only place it changes) ------------------------------------------
+
+    @property
+    def older_contract(self) -> bool:
+        """Whether this run speaks 2022-11-28: a dispatch reply carries no run id."""
+        return self.version == OLDER
+
+    @property
+    def _may_move(self) -> bool:
+        return self._auto and self.version == NEWER
+
+    def _probe_version(self, workflow: str) -> None:
+        """Settle the version with a read (one cheap list page) before the first dispatch."""
+        path = self._path("actions", "workflows", workflow, "runs")
+        self._get(path, {"per_page": "1"}, WorkflowRunList, None, cacheable=False)
+
+    def _refused_first(self, method: str, path: str, response: requests.Response) -> bool:
+        """With `auto`, the first reply that says something settles the version.
+
+        True when it refused 2026-03-10: the caller sends the same request again as 2022-11-28.
+        Rate limits, 408 and 5xx say nothing about the version and leave it open; a dispatch
+        POST is never sent again (`dispatch_workflow` settles the version with a read first).
+        """
+        status = response.status_code
+        if status in {403, 408, 429} or status >= 500:
+            return False
+        self._detecting = False
+        message = self._redact(_message(response))
+        if not refuses_version(status, message, self.version) or path.endswith("/dispatches"):
+            return False
+        self._use_older(
+            f"the server refused API version {NEWER} on the first request ({method} {path} -> "
+            f"{status}: {message})"
+        )
+        return True
+
+    def _use_older(self, reason: str) -> None:
+        """Move this run to 2022-11-28, once, and say so in the log."""
+        self.version = OLDER
+        self._detecting = False
+        if self._log is not None:
+            self._log(
+                f"API version: {reason}. This run uses {OLDER} from now on: a dispatch reply "
+                "carries no run id, so each child is found by its run-name"
+            )
 
     # -- machinery ------------------------------------------------------------------------
 
@@ -604,6 +703,7 @@ class GitHubClient:
         """Send one HTTP request; transport failures become TransportError without headers."""
         url = url or self._url(path, {})
         headers = dict(self._headers)
+        headers["X-GitHub-Api-Version"] = self.version
         cached = self._cache.get(url) if method == "GET" and self._conditional else None
         if cached is not None:
             headers["If-None-Match"] = cached.etag
@@ -624,6 +724,10 @@ class GitHubClient:
             detail = self._redact(f"{type(exc).__name__}: {exc}")
             raise TransportError(method, path, detail, attempts=attempts) from None
         self._note_quota(response.headers)
+        if self._detecting and self._refused_first(method, path, response):
+            return self._send(
+                method, path, url=url, json=json, allow_redirects=allow_redirects, attempts=attempts
+            )
         return response
 
     def _note_quota(self, headers: Mapping[str, str]) -> None:
@@ -672,6 +776,16 @@ class GitHubClient:
                 request_id=request_id,
                 attempts=attempts,
                 basis=limit.basis,
+            )
+        if refuses_version(status, message, self.version):
+            return ApiVersionRefused(
+                method,
+                path,
+                status,
+                message,
+                version=self.version,
+                request_id=request_id,
+                attempts=attempts,
             )
         error_class: type[GitHubAPIError] = {
             401: Unauthorized,

@@ -19,6 +19,7 @@ from runner_queue_fallback.errors import (
     SequenceError,
 )
 from runner_queue_fallback.observe import Expected
+from runner_queue_fallback.sequence import run_name
 from runner_queue_fallback.sequence.context import Sequence
 from runner_queue_fallback.sequence.preflight import read_definition
 
@@ -59,6 +60,7 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
     }
     seq.report.save_state("request-id", attempt.request_id)
     seq.report.save_state("dispatched-at", seq.clock.now().isoformat())
+    seq.report.save_state("api-version", seq.client.version)  # the post step speaks the same
     attempt.dispatched_at = seq.clock.monotonic()
     seq.in_flight = attempt
     try:
@@ -74,10 +76,17 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         attempt.outcome = "dispatch refused"
         seq.report.save_state("refused-request-id", attempt.request_id)
         raise
-    seq.set_active(attempt, reply.workflow_run_id, reply.html_url)
+    if reply is None:  # the older contract: accepted, run unknown (run_name.py)
+        seq.report.save_state("api-version", seq.client.version)  # a 204 may have moved it
+        run_name.find_dispatched_run(seq, attempt)
+        assert attempt.run_url is not None  # noqa: S101  # found, or the search raised
+        url = attempt.run_url
+    else:
+        seq.set_active(attempt, reply.workflow_run_id, reply.html_url)
+        url = reply.html_url
     attempt.outcome = "dispatched"
     seq.report.notice(
-        f"Child {attempt.request_id} dispatched to {attempt.candidate.pool_text}: {reply.html_url}",
+        f"Child {attempt.request_id} dispatched to {attempt.candidate.pool_text}: {url}",
         title=f"Candidate {attempt.number}",
     )
 

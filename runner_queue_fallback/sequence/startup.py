@@ -31,7 +31,8 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
     assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
     assert seq.expected is not None  # noqa: S101  # set by dispatch
     deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
-    seq.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
+    if not attempt.found_by_run_name:  # the search by run-name already waited the first 15 s
+        seq.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
     last = "not checked yet"
     title_seen = False
     while True:

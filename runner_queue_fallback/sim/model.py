@@ -86,6 +86,7 @@ class Timings:
     timeout_minutes: float = 15.0  # the child job's `timeout-minutes`
     requested_delay: float = 0.0  # run visible -> leaves `requested` (0: never shows it)
     pending_delay: float = 0.0  # then `pending` (concurrency limit), no job listed, this long
+    listing_delay: float = 0.0  # run visible -> listed by GET .../workflows/{file}/runs
 
 
 DEFAULT_TIMINGS = Timings()

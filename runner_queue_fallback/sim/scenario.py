@@ -9,6 +9,7 @@ pools:
   - {group: nv-cpu-general, labels: linux-amd64-cpu16, runners: 1, busy: [[0, 3600]]}
   - {group: nv-cpu-general, labels: linux-amd64-cpu8, runners: 2}
 timings: {visibility_delay: 3, jobs_delay: 2, start_delay: 5, cancel_delay: 3}
+api_versions: ["2022-11-28", "2026-03-10"]   # ["2022-11-28"] (quoted): an older GHES
 workload: {outcome: success, duration: 120}
 faults:
   - {kind: status, status: 502, path: "/jobs$", start: 60, end: 120, count: 1}
@@ -33,7 +34,7 @@ from runner_queue_fallback.sim.actions import CHILD_INPUTS, WorkerHook
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
 from runner_queue_fallback.sim.limits import SecondaryLimits
 from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.world import ETagPolicy, FakeGitHub, RateLimitStatus
+from runner_queue_fallback.sim.world import API_VERSIONS, ETagPolicy, FakeGitHub, RateLimitStatus
 
 __all__ = ["Event", "ParentSpec", "PoolSpec", "Scenario", "WorkflowSpec"]
 
@@ -125,6 +126,9 @@ class Scenario:
     secondary: SecondaryLimits | None = None
     #: "every-read": every reply has a new ETag, so no conditional request is answered 304
     etags: ETagPolicy = "stable"
+    #: the REST API versions the server has; `[2022-11-28]` is an older GitHub Enterprise Server
+    #: (2026-03-10 refused, dispatch answers 204; see `timings.listing_delay`)
+    api_versions: tuple[str, ...] = tuple(sorted(API_VERSIONS))
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
@@ -163,6 +167,7 @@ class Scenario:
             rate_limit_status=self.rate_limit_status,
             secondary=self.secondary,
             etags=self.etags,
+            api_versions=frozenset(self.api_versions),
         )
         for wf in self.workflows:
             world.add_workflow(

@@ -3,7 +3,9 @@
 Every adapter (a `requests` transport, `responses` callbacks, a loopback HTTP server) calls one
 `FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`. A request is served as the
 API version it asks for: 2022-11-28 without `X-GitHub-Api-Version` (dispatch answers 204), 400 for
-a version GitHub does not have.
+a version the server does not have. `api_versions=OLDER_SERVER` makes an older GitHub Enterprise
+Server: it refuses 2026-03-10, so a dispatch answers 204 and the run is known only by its
+run-name (with `Timings.listing_delay`, the run is listed that long after it is visible).
 
 Rate limits, as GitHub documents them: the primary quota is one hourly window per repository
 (`quota` requests; a 304 is free), refused with `rate_limit_status` (403 or 429: GitHub uses both
@@ -40,7 +42,7 @@ if TYPE_CHECKING:
     import requests
     import responses
 
-__all__ = ["ETagPolicy", "FakeGitHub", "RateLimitStatus"]
+__all__ = ["API_VERSIONS", "OLDER_SERVER", "ETagPolicy", "FakeGitHub", "RateLimitStatus"]
 
 #: How a rate-limit refusal is answered: GitHub documents both 403 and 429.
 RateLimitStatus = Literal[403, 429]
@@ -56,6 +58,8 @@ QUOTA_WINDOW = 3600.0
 #: Without `X-GitHub-Api-Version` GitHub still serves 2022-11-28; the client asks for 2026-03-10.
 DEFAULT_API_VERSION = "2022-11-28"
 API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
+#: What an older GitHub Enterprise Server serves: no 2026-03-10, so no run details on dispatch.
+OLDER_SERVER = frozenset({"2022-11-28"})
 
 _Route = tuple[str, re.Pattern[str], str]
 _ROUTES: list[_Route] = [
@@ -115,8 +119,12 @@ class FakeGitHub(ActionsModel):
         rate_limit_status: RateLimitStatus = 403,
         secondary: SecondaryLimits | None = None,
         etags: ETagPolicy = "stable",
+        api_versions: frozenset[str] = API_VERSIONS,
     ) -> None:
-        """Build an empty repository; add refs, workflows, pools and the parent run next."""
+        """Build an empty repository; add refs, workflows, pools and the parent run next.
+
+        `api_versions`: the REST API versions the server has (`OLDER_SERVER`: no 2026-03-10).
+        """
         super().__init__(
             clock,
             repository=repository,
@@ -135,6 +143,7 @@ class FakeGitHub(ActionsModel):
         self.secondary = None if secondary is None else SecondaryMeter(secondary)
         self.etags: ETagPolicy = etags
         self.path_with_ref = path_with_ref
+        self.api_versions = frozenset(api_versions)
         self.ledger: list[LedgerEntry] = []
         epoch = clock.now() - timedelta(seconds=clock.monotonic())
         self.render = Renderer(repository, self.api_url, self.server_url, epoch)
@@ -256,7 +265,7 @@ class FakeGitHub(ActionsModel):
         if self._quota_used() >= self.quota:
             reply = self._primary_limit(request, self._quota_reset(), self.rate_limit_status)
             return reply, False, None, "primary"
-        if request.version not in API_VERSIONS:
+        if request.version not in self.api_versions:
             self._count()
             message = f"API version '{request.version}' is not a supported version."
             return self._reply(400, error(message, 400), request), True, None, None
@@ -317,7 +326,7 @@ class FakeGitHub(ActionsModel):
         used = self._quota_used()
         left = max(0, self.quota - used) if remaining is None else remaining
         headers = {"Content-Type": "application/json; charset=utf-8"}
-        if request.version in API_VERSIONS:
+        if request.version in self.api_versions:
             headers["X-GitHub-Api-Version-Selected"] = request.version
         headers |= {
             "X-GitHub-Request-Id": request.request_id,
@@ -461,6 +470,7 @@ class FakeGitHub(ActionsModel):
             for r in self.runs.values()
             if file in {r.workflow_file, str(r.workflow_id)}
             and self.visible_run(r.id)
+            and self.now() >= r.visible_at + self.timings.listing_delay
             and params.get("event", r.event) == r.event
             and self._created_ok(r, params.get("created"))
         ]

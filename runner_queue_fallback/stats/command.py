@@ -187,7 +187,7 @@ def run(
         "are left this hour",
         file=err,
     )
-    client = GitHubClient(session_factory(), api_url, repo, token, clock)
+    client = GitHubClient(session_factory(), api_url, repo, token, clock, api_version="auto")
     progress = _progress(err, max_runs) if _isatty(err) else None
     try:
         history = read_history(
