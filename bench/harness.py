@@ -548,7 +548,7 @@ def _environ(
 ) -> dict[str, str]:
     """Add coordinator `index`'s runner group and parent run; return its step environment."""
     parent = PARENT_RUN_ID + index
-    token = f"ghs_bench_{variant.replace('-', '_')}_{index:04d}"
+    token = coordinator_token(variant, index)
     group = f"bench-{index:03d}"
     for pool in spec.pools:
         busy = [] if pool.busy_for <= 0 else [(0.0, min(_FAR, spec.start + pool.busy_for))]
@@ -576,6 +576,11 @@ def _environ(
     )
 
 
+def coordinator_token(variant: Variant, index: int) -> str:
+    """The token of coordinator `index`: each has its own, so the fake's ledger tells them apart."""
+    return f"ghs_bench_{variant.replace('-', '_')}_{index:04d}"
+
+
 def _records(
     world: FakeGitHub,
     specs: Sequence[CoordinatorSpec],
@@ -587,13 +592,11 @@ def _records(
 ) -> list[CoordinatorRecord]:
     """Each coordinator's requests (by its token's client number) and children, from the fake."""
     by_client: dict[int | None, list[LedgerEntry]] = {}
-    first_client: dict[str, int | None] = {}  # path -> the client that asked for it first
     for entry in world.ledger:
         by_client.setdefault(entry.client, []).append(entry)
-        first_client.setdefault(entry.path, entry.client)
     records = []
     for index, (spec, outcome) in enumerate(zip(specs, outcomes, strict=True)):
-        parent_path = f"/repos/{world.repository}/actions/runs/{PARENT_RUN_ID + index}"
+        client = world.client_number(coordinator_token(variant, index))
         assert outcome is not None  # every lane runs all of its coordinators
         records.append(
             _record(
@@ -602,7 +605,7 @@ def _records(
                 variant=variant,
                 world=world,
                 outcome=outcome,
-                entries=by_client[first_client[parent_path]],
+                entries=by_client.get(client, []) if client is not None else [],
                 started_at=starts[index],
                 ended_at=ends[index],
             )

@@ -23,7 +23,13 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import Interrupted, RQFError, SequenceError, UnexpectedError
+from runner_queue_fallback.errors import (
+    Interrupted,
+    RateLimited,
+    RQFError,
+    SequenceError,
+    UnexpectedError,
+)
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.observe import Observation
@@ -41,6 +47,11 @@ from runner_queue_fallback.sequence import (
 from runner_queue_fallback.sequence.context import Sequence
 
 __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
+
+
+#: At most this many waits for a spent quota before one dispatch (each also counts against
+#: admission-timeout-minutes, which normally ends the waiting first).
+_ADMISSION_ROUNDS = 12
 
 
 class Coordinator:
@@ -61,6 +72,7 @@ class Coordinator:
         spread = rng or random.Random()  # spreads waits; not a secret
         self.seq = Sequence(inputs, run, client, clock, reporter, spread)
         self.make_token = make_token
+        self._parent_confirmed = False
 
     @property
     def result(self) -> Result:
@@ -105,8 +117,6 @@ class Coordinator:
 
     def _sequence(self) -> None:
         seq = self.seq
-        check_parent(seq.client, seq.clock, seq.ctx.run_id, seq.ctx.run_attempt, seq.report.log)
-        seq.report.log(f"Parent run {seq.ctx.run_id} attempt {seq.ctx.run_attempt} is active")
         candidates = seq.inputs.pools.candidates
         for number, candidate in enumerate(candidates, start=1):
             attempt = Attempt(number, candidate, self._request_id(number))
@@ -120,8 +130,7 @@ class Coordinator:
 
     def _try(self, attempt: Attempt) -> bool:
         """Run one candidate; True when the sequence is over, False to fall back."""
-        quota.admit(self.seq, attempt)
-        dispatch.preflight(self.seq, attempt)
+        self._admitted(attempt)
         dispatch.dispatch(self.seq, attempt)
         in_queue = self._wait_in_queue(attempt, startup.wait_for_startup(self.seq, attempt))
         if in_queue is None:
@@ -134,6 +143,36 @@ class Coordinator:
             in_queue = at_deadline
         self._wait_for_result(attempt, in_queue)
         return True
+
+    def _admitted(self, attempt: Attempt) -> None:
+        """The reads before a dispatch (the parent check before the first), with admission.
+
+        No child exists yet: a read refused because the quota is spent is one more admission
+        wait (until the reset, within admission-timeout-minutes), not the end of the sequence.
+        Each refusal costs a wait, so the rounds are bounded by the admission budget; the bound
+        below only guards against a server that keeps refusing with a reset already past.
+        """
+        seq = self.seq
+        for _ in range(_ADMISSION_ROUNDS):
+            try:
+                if not self._parent_confirmed:  # its grace is never renewed once it held
+                    ctx = seq.ctx
+                    check_parent(seq.client, seq.clock, ctx.run_id, ctx.run_attempt, seq.report.log)
+                    seq.report.log(f"Parent run {ctx.run_id} attempt {ctx.run_attempt} is active")
+                    self._parent_confirmed = True
+                quota.admit(seq, attempt)
+                dispatch.preflight(seq, attempt)
+            except RateLimited as exc:
+                if exc.basis != "reset":  # a secondary limit: the spec's rule decides
+                    raise
+                seq.report.log(f"Before dispatching candidate {attempt.number}: {exc}")
+                quota.admit(seq, attempt)  # it said 0 left: wait for the reset, or fail here
+            else:
+                return
+        raise SequenceError(
+            f"the API quota was still refused after {_ADMISSION_ROUNDS} waits for its reset; no "
+            f"child was dispatched for candidate {attempt.number}"
+        )
 
     def _request_id(self, number: int) -> str:
         ctx = self.seq.ctx

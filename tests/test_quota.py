@@ -263,3 +263,44 @@ def test_a_long_retry_after_once_a_child_exists_is_waited_out():
     assert result.exit_code == 0, result.log
     assert 120.0 in s.clock.sleeps
     assert "a child exists, so the wait is taken in full" in result.log
+
+
+# -- no child yet: a spent quota is an admission wait, and the post step has nothing to read --------
+
+
+def test_a_quota_spent_before_any_dispatch_is_waited_out_not_a_failure():
+    """Other workflows spent the whole quota: the parent check is refused, no child exists yet.
+
+    Before: the spec's rule (two retries of at most a minute) ended the sequence at once, a
+    "clean" failure that a fleet past its quota turned into a lost job. Now the refusal is one
+    more admission wait: the dispatch comes after the reset, and the child succeeds.
+    """
+    s = Scenario().pools([])
+    s.world.spend_quota(s.world.quota)
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert refused(s), "the parent check met the spent quota"
+    [dispatched] = dispatch_posts(s.world)
+    assert RESET <= dispatched <= RESET + timing.ADMISSION_SPREAD_SECONDS + 5
+    assert "::warning title=Waiting for API quota::" in result.log
+
+
+def test_a_quota_spent_before_any_dispatch_still_ends_at_the_admission_timeout():
+    """The same, with admission-timeout-minutes 0: no wait, no child, and the input is named."""
+    s = Scenario().pools([])
+    s.inputs["admission-timeout-minutes"] = "0"
+    s.world.spend_quota(s.world.quota)
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "admission-timeout-minutes (0)" in result.log
+
+
+def test_the_post_step_reads_nothing_when_the_main_step_saw_its_child_end():
+    """A worker that succeeded was confirmed over by the main step: the post step sends nothing."""
+    with_post, without_post = Scenario().pools([]), Scenario().pools([])
+    result = with_post.run()
+    without_post.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    assert "confirmed child run" in result.post_log
+    assert len(with_post.world.ledger) == len(without_post.world.ledger)

@@ -29,6 +29,11 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
     if not state.get("request-id"):
         reporter.log("No child run was dispatched: nothing to clean up")
         return EXIT_OK
+    if _confirmed_over_by_main_step(state):
+        reporter.log(
+            f"The main step confirmed child run {state['child-over']} over: nothing to clean up"
+        )
+        return EXIT_OK
     token = ctx.environ.get(env_name("token"), "").strip()
     reporter.mask(token)
     try:
@@ -43,6 +48,17 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
             title=UnexpectedError.title,
         )
         return EXIT_FAILED
+
+
+def _confirmed_over_by_main_step(state: Mapping[str, str]) -> bool:
+    """The last dispatch's run is known, and the main step saw it end (no request needed)."""
+    last = state.get("request-id", "").strip()
+    run_id = state.get("child-run-id", "").strip()
+    return (
+        bool(run_id)
+        and last == state.get("child-request-id", "").strip()
+        and run_id == state.get("child-over", "").strip()
+    )
 
 
 def _clean_up_after_main_step(

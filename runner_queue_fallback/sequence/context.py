@@ -55,7 +55,13 @@ class Sequence:
 
     @active.setter
     def active(self, run_id: int | None) -> None:
-        """While a child exists, the client waits out a spent quota rather than abandon it."""
+        """While a child exists, the client waits out a spent quota rather than abandon it.
+
+        A child that stops being active was confirmed over (cancelled cleanly, or finished and
+        judged): the state says so, and the post step then has nothing to read or cancel.
+        """
+        if run_id is None and self._active is not None:
+            self.report.save_state("child-over", str(self._active))
         self._active = run_id
         self.client.patience = Patience.SPEC if run_id is None else Patience.CHILD_EXISTS
 

@@ -240,6 +240,10 @@ class FakeGitHub(ActionsModel):
             (advance or self.clock.sleep)(self.timings.latency)
         return reply
 
+    def client_number(self, token: str) -> int | None:
+        """The ledger's number for the client that sent `token`; None if it sent nothing."""
+        return self._clients.get(hashlib.sha256(token.encode()).hexdigest())
+
     def _client(self, authorization: str | None) -> int | None:
         if not authorization:
             return None
@@ -260,15 +264,17 @@ class FakeGitHub(ActionsModel):
         if request.client is None:
             reply = self._reply(401, error("Requires authentication", 401), request)
             return reply, False, None, None
+        if request.version not in self.api_versions:  # every endpoint checks the version first
+            free = request.method == "GET" and request.path == "/rate_limit"
+            if not free:
+                self._count()
+            message = f"API version '{request.version}' is not a supported version."
+            return self._reply(400, error(message, 400), request), not free, None, None
         if request.method == "GET" and request.path == "/rate_limit":
             return self._reply(200, self._rate_limit_body(request), request), False, None, None
         if self._quota_used() >= self.quota:
             reply = self._primary_limit(request, self._quota_reset(), self.rate_limit_status)
             return reply, False, None, "primary"
-        if request.version not in self.api_versions:
-            self._count()
-            message = f"API version '{request.version}' is not a supported version."
-            return self._reply(400, error(message, 400), request), True, None, None
         fault = self.faults.pick(request.method, request.path, self.now())
         if fault is not None and fault.kind in {"timeout", "connection"}:
             return self._fault_reply(fault, request), False, fault.kind, None
