@@ -11,7 +11,7 @@ How it works:
    statement deletion (an expression, assignment or `raise` replaced by `pass`). Docstrings,
    `assert` (type narrowing), imports, class bodies (fields) and strings are not mutated; a line
    ending in `# no mutate` is skipped.
-2. Which tests cover which function: the suite (fuzz tests excepted) is run once in-process with
+2. Which tests cover which function: the tests of the core (`MAP_TESTS`) run once in-process with
    a profile hook that records, per test, every core function it called (`.mutate/map.json`,
    rebuilt when a core module or a test changes). A mutant inside a function runs the tests that
    called it; a mutant of a module-level constant runs the tests of every function that names it.
@@ -40,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,23 @@ CORE = (
     "timing.py",
 )
 FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
+#: The tests that exercise the core (the map is built from these): the lint, packaging, inputs,
+#: simulator-only and stats tests never call it, and would only make the map slow to build.
+MAP_TESTS = (
+    "tests/test_cleanup.py",
+    "tests/test_cli.py",
+    "tests/test_coordinator.py",
+    "tests/test_github_client.py",
+    "tests/test_guard.py",
+    "tests/test_observe.py",
+    "tests/test_preflight.py",
+    "tests/test_quota.py",
+    "tests/test_regressions.py",
+    "tests/test_report.py",
+    "tests/test_rules.py",
+    "tests/test_simulate.py",
+    "tests/test_trust_boundaries.py",
+)
 STATE = ROOT / ".mutate"
 EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.txt"
 PRAGMA = "# no mutate"
@@ -141,7 +159,14 @@ class _Sites(ast.NodeTransformer):
         index = self.count
         self.count += 1
         self.found.append(
-            (index, self._function(), getattr(node, "lineno", 0), kind, _short(before), _short(after))
+            (
+                index,
+                self._function(),
+                getattr(node, "lineno", 0),
+                kind,
+                _short(before),
+                _short(after),
+            )
         )
         return index == self.target
 
@@ -300,7 +325,8 @@ class _Sites(ast.NodeTransformer):
 def _is_text(node: ast.BinOp) -> bool:
     """String concatenation or %-formatting: wording, not logic."""
     return any(
-        isinstance(side, ast.JoinedStr) or (isinstance(side, ast.Constant) and isinstance(side.value, str))
+        isinstance(side, ast.JoinedStr)
+        or (isinstance(side, ast.Constant) and isinstance(side.value, str))
         for side in (node.left, node.right)
     )
 
@@ -351,6 +377,7 @@ class _Recorder:
     def __init__(self) -> None:
         self.current: str | None = None
         self.calls: dict[str, set[str]] = {}
+        self.durations: dict[str, float] = {}
         self.package = str(ROOT / PACKAGE) + os.sep
 
     def profile(self, frame: FrameType, event: str, _arg: object) -> None:
@@ -366,6 +393,9 @@ class _Recorder:
     def pytest_runtest_teardown(self, item: Any) -> None:
         self.current = None
 
+    def pytest_runtest_logreport(self, report: Any) -> None:
+        self.durations[report.nodeid] = self.durations.get(report.nodeid, 0.0) + report.duration
+
 
 def build_map() -> dict[str, Any]:
     """Run the suite (fuzz tests excepted) once, in this process, recording calls per test."""
@@ -373,13 +403,13 @@ def build_map() -> dict[str, Any]:
 
     print("scripts/mutate: mapping functions to tests (one run of the suite, fuzz excepted)")
     recorder = _Recorder()
-    ignore = [f"--ignore={t}" for t in FUZZ_TESTS]
+    present = [t for t in MAP_TESTS if (ROOT / t).exists()]
     os.chdir(ROOT)
     sys.setprofile(recorder.profile)
     threading.setprofile(recorder.profile)  # type: ignore[arg-type]
     try:
         code = pytest.main(
-            ["-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-o", "addopts=", *ignore, "tests"],
+            ["-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-o", "addopts=", *present],
             plugins=[recorder],
         )
     finally:
@@ -387,7 +417,12 @@ def build_map() -> dict[str, Any]:
         threading.setprofile(None)  # type: ignore[arg-type]
     if code != 0:
         sys.exit(f"scripts/mutate: the suite does not pass unmutated (pytest exit {code})")
-    return {"digest": _tests_digest(), "calls": {k: sorted(v) for k, v in recorder.calls.items()}}
+
+    # the quickest tests first: with -x, most mutants are killed by the first that fails
+    def order(tests: set[str]) -> list[str]:
+        return sorted(tests, key=lambda t: (recorder.durations.get(t, 0.0), t))
+
+    return {"digest": _tests_digest(), "calls": {k: order(v) for k, v in recorder.calls.items()}}
 
 
 def load_map(*, rebuild: bool) -> dict[str, Any]:
@@ -426,6 +461,7 @@ def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]
 
 
 def tests_for(mutant: Mutant, calls: dict[str, list[str]], used: dict[str, set[str]]) -> list[str]:
+    """The tests that run the mutated code, quickest first."""
     if mutant.function != "<module>":
         function = mutant.function
         while True:  # a lambda or a nested def runs within its enclosing function's tests
@@ -437,11 +473,11 @@ def tests_for(mutant: Mutant, calls: dict[str, list[str]], used: dict[str, set[s
     source = module_path(mutant.module).read_text().splitlines()
     line = source[mutant.line - 1]
     name = line.split(":")[0].split("=")[0].strip()
-    tests: set[str] = set()
+    tests: dict[str, None] = {}
     for function, names in used.items():
         if name in names:
-            tests.update(calls.get(function, []))
-    return sorted(tests)
+            tests.update(dict.fromkeys(calls.get(function, [])))
+    return list(tests)
 
 
 # ---------------------------------------------------------------------------------- runs
@@ -452,7 +488,9 @@ def _copy_tree(into: Path) -> Path:
     shutil.copytree(
         ROOT,
         target,
-        ignore=shutil.ignore_patterns(".venv", ".git", ".mutate", "__pycache__", "*_cache", ".hypothesis"),
+        ignore=shutil.ignore_patterns(
+            ".venv", ".git", ".mutate", "__pycache__", "*_cache", ".hypothesis"
+        ),
     )
     return target
 
@@ -462,9 +500,10 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> str:
     pid = os.fork()
     if pid == 0:  # the child: quiet, in the copy, importing the mutated package from it
         try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 1)
-            os.dup2(devnull, 2)
+            if not os.environ.get("RQF_MUTATE_VERBOSE"):  # set it to see the runs' output
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, 1)
+                os.dup2(devnull, 2)
             os.chdir(tree)
             sys.path.insert(0, str(tree))
             os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -474,6 +513,7 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> str:
             args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-x", "-q", "-o", "addopts="]
             code = pytest.main([*args, "-o", "faulthandler_timeout=0", *tests])
         except BaseException:  # noqa: BLE001  # a mutant that breaks collection is killed
+            traceback.print_exc()
             code = 1
         os._exit(int(code))
     start = time.monotonic()
@@ -491,7 +531,8 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> str:
 
 def _preimport() -> None:
     """Import the third-party stack once, in the parent: every forked run starts warm."""
-    for name in ("pytest", "hypothesis", "pydantic", "requests", "responses", "tenacity", "yaml"):
+    # not hypothesis: it is a pytest plugin, and pytest must import it itself (assert rewriting)
+    for name in ("pydantic", "requests", "tenacity", "yaml"):
         __import__(name)
 
 
@@ -510,17 +551,29 @@ def load_equivalent() -> dict[str, str]:
     return out
 
 
-def run_module(module: str, args: argparse.Namespace, mapping: dict[str, Any], tree: Path,
-               results: dict[str, Any], used: dict[str, set[str]]) -> dict[str, str]:
+def run_module(
+    module: str,
+    args: argparse.Namespace,
+    mapping: dict[str, Any],
+    tree: Path,
+    results: dict[str, Any],
+    used: dict[str, set[str]],
+) -> dict[str, str]:
     source_digest = _digest([module_path(module)])
     stored = results.get(module, {})
-    if stored.get("source") != source_digest or stored.get("tests") != mapping["digest"] or args.fresh:
+    if (
+        stored.get("source") != source_digest
+        or stored.get("tests") != mapping["digest"]
+        or args.fresh
+    ):
         stored = {"source": source_digest, "tests": mapping["digest"], "mutants": {}}
     results[module] = stored
     done: dict[str, str] = stored["mutants"]
     original = (tree / PACKAGE / module).read_text()
     mutants = mutants_of(module)
-    print(f"== {module}: {len(mutants)} mutants ({sum(1 for m in mutants if m.key in done)} done before)")
+    print(
+        f"== {module}: {len(mutants)} mutants ({sum(1 for m in mutants if m.key in done)} done before)"
+    )
     try:
         for number, mutant in enumerate(mutants, start=1):
             if mutant.key in done and not (args.retry_survivors and done[mutant.key] == "survived"):
@@ -535,8 +588,10 @@ def run_module(module: str, args: argparse.Namespace, mapping: dict[str, Any], t
             done[mutant.key] = status
             mark = {"killed": ".", "timeout": "t", "survived": "S"}[status]
             if status == "survived":
-                print(f"  [{number}/{len(mutants)}] SURVIVED ({stage}, {len(tests)} tests) "
-                      f"line {mutant.line}: {mutant.key}")
+                print(
+                    f"  [{number}/{len(mutants)}] SURVIVED ({stage}, {len(tests)} tests) "
+                    f"line {mutant.line}: {mutant.key}"
+                )
             else:
                 print(mark, end="", flush=True)
             _save(results)
@@ -557,8 +612,10 @@ def _save(results: dict[str, Any]) -> None:
 
 def report(outcomes: dict[str, dict[str, str]], min_score: float) -> int:
     equivalent = load_equivalent()
-    rows = ["| module | mutants | killed | equivalent | other survivors | killed % | of non-equivalent |",
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = [
+        "| module | mutants | killed | equivalent | other survivors | killed % | of non-equivalent |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
     failing = 0
     unexplained: list[str] = []
     for module, done in outcomes.items():
@@ -568,8 +625,10 @@ def report(outcomes: dict[str, dict[str, str]], min_score: float) -> int:
         other = [k for k, s in done.items() if s == "survived" and k not in equivalent]
         unexplained += other
         score = killed / max(1, total - eq)
-        rows.append(f"| {module} | {total} | {killed} | {eq} | {len(other)} | "
-                    f"{100 * killed / max(1, total):.0f}% | {100 * score:.0f}% |")
+        rows.append(
+            f"| {module} | {total} | {killed} | {eq} | {len(other)} | "
+            f"{100 * killed / max(1, total):.0f}% | {100 * score:.0f}% |"
+        )
         failing += bool(other) or score < min_score
     text = "\n".join(rows)
     print(text)
@@ -611,14 +670,30 @@ def main(argv: list[str] | None = None) -> int:
     results_path = STATE / "results.json"
     results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
     if args.report:
-        return report({m: {k: s for k, s in results.get(m, {}).get("mutants", {}).items()
-                           if k in {x.key for x in mutants_of(m)}} for m in modules}, args.min_score)
+        return report(
+            {
+                m: {
+                    k: s
+                    for k, s in results.get(m, {}).get("mutants", {}).items()
+                    if k in {x.key for x in mutants_of(m)}
+                }
+                for m in modules
+            },
+            args.min_score,
+        )
     mapping = load_map(rebuild=args.remap)
     used = _names_used()
     _preimport()
     outcomes = {}
     with tempfile.TemporaryDirectory(prefix="rqf-mutate-") as tmp:
         tree = _copy_tree(Path(tmp))
+        # the runs must pass on the unmutated copy, or every mutant would count as killed
+        sanity = sorted({t for ts in mapping["calls"].values() for t in ts})[:20]
+        if run_tests(tree, sanity, args.timeout * 4) != "survived":
+            sys.exit(
+                "scripts/mutate: the selected tests fail on an unmutated copy (see "
+                "RQF_MUTATE_VERBOSE=1 scripts/mutate ...)"
+            )
         for module in modules:
             outcomes[module] = run_module(module, args, mapping, tree, results, used)
     return report(outcomes, args.min_score)
