@@ -142,6 +142,8 @@ class _Sites(ast.NodeTransformer):
         self.in_class_body = False
         self.found: list[tuple[int, str, int, str, str, str]] = []  # index, fn, line, kind, b, a
         self.depth_fstring = 0
+        #: the name a module-level assignment binds: it names the mutant instead of `<module>`
+        self.binding: str | None = None
 
     # -- bookkeeping
 
@@ -158,10 +160,13 @@ class _Sites(ast.NodeTransformer):
         """Register a site; True when it is the one to apply."""
         index = self.count
         self.count += 1
+        function = self._function()
+        if function == "<module>" and self.binding:
+            function = f"<module>.{self.binding}"
         self.found.append(
             (
                 index,
-                self._function(),
+                function,
                 getattr(node, "lineno", 0),
                 kind,
                 _short(before),
@@ -255,8 +260,18 @@ class _Sites(ast.NodeTransformer):
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> ast.AST:
         if node.value is not None:
+            if not self.stack and isinstance(node.target, ast.Name):
+                self.binding = node.target.id
             node.value = self.visit(node.value)
+            self.binding = None
         return node  # the annotation (Final, types) is not code that runs
+
+    def visit_Assign(self, node: ast.Assign) -> ast.AST:
+        if not self.stack and isinstance(node.targets[0], ast.Name):
+            self.binding = node.targets[0].id
+        self.generic_visit(node)
+        self.binding = None
+        return node
 
     def visit_arg(self, node: ast.arg) -> ast.AST:
         return node
@@ -406,7 +421,7 @@ def build_map() -> dict[str, Any]:
     present = [t for t in MAP_TESTS if (ROOT / t).exists()]
     os.chdir(ROOT)
     sys.setprofile(recorder.profile)
-    threading.setprofile(recorder.profile)  # type: ignore[arg-type]
+    threading.setprofile(recorder.profile)
     try:
         code = pytest.main(
             ["-p", "no:cacheprovider", "-p", "no:xdist", "-q", "-o", "addopts=", *present],
@@ -414,7 +429,7 @@ def build_map() -> dict[str, Any]:
         )
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
+        threading.setprofile(None)
     if code != 0:
         sys.exit(f"scripts/mutate: the suite does not pass unmutated (pytest exit {code})")
 
@@ -433,8 +448,7 @@ def load_map(*, rebuild: bool) -> dict[str, Any]:
             return data
     # in a process of its own: this one must not import the package before it forks the runs
     subprocess.run([sys.executable, __file__, "--build-map"], check=True, cwd=ROOT)
-    data = json.loads(path.read_text())
-    return data
+    return json.loads(path.read_text())  # type: ignore[no-any-return]  # our own map file
 
 
 def _names_used() -> dict[str, set[str]]:
@@ -462,7 +476,7 @@ def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]
 
 def tests_for(mutant: Mutant, calls: dict[str, list[str]], used: dict[str, set[str]]) -> list[str]:
     """The tests that run the mutated code, quickest first."""
-    if mutant.function != "<module>":
+    if not mutant.function.startswith("<module>"):
         function = mutant.function
         while True:  # a lambda or a nested def runs within its enclosing function's tests
             tests = calls.get(f"{mutant.module}:{function}")
@@ -470,14 +484,12 @@ def tests_for(mutant: Mutant, calls: dict[str, list[str]], used: dict[str, set[s
                 return tests or []
             function = function.rsplit(".", 1)[0].removesuffix(".<locals>")
     # a module-level constant: the tests of every function that reads a name defined on its line
-    source = module_path(mutant.module).read_text().splitlines()
-    line = source[mutant.line - 1]
-    name = line.split(":")[0].split("=")[0].strip()
-    tests: dict[str, None] = {}
+    name = mutant.function.removeprefix("<module>").removeprefix(".")
+    readers: dict[str, None] = {}
     for function, names in used.items():
         if name in names:
-            tests.update(dict.fromkeys(calls.get(function, [])))
-    return list(tests)
+            readers.update(dict.fromkeys(calls.get(function, [])))
+    return list(readers)
 
 
 # ---------------------------------------------------------------------------------- runs
@@ -579,7 +591,7 @@ def run_module(
             if mutant.key in done and not (args.retry_survivors and done[mutant.key] == "survived"):
                 continue
             (tree / PACKAGE / module).write_text(mutated_source(mutant))
-            tests = tests_for(mutant, mapping["calls"], used)
+            tests = args.tests or tests_for(mutant, mapping["calls"], used)
             status = run_tests(tree, tests, args.timeout) if tests else "survived"
             stage = "quick"
             if status == "survived" and not args.no_fuzz:
@@ -604,6 +616,8 @@ def run_module(
 
 
 def _save(results: dict[str, Any]) -> None:
+    if results.get("_volatile"):
+        return
     STATE.mkdir(exist_ok=True)
     tmp = STATE / "results.json.tmp"
     tmp.write_text(json.dumps(results, indent=1, sort_keys=True))
@@ -651,6 +665,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-fuzz", action="store_true", help="skip the fuzz stage for survivors")
     parser.add_argument("--timeout", type=float, default=60.0, help="per mutant, quick tests (s)")
     parser.add_argument("--fuzz-timeout", type=float, default=900.0, help="per mutant, fuzz (s)")
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="TEST",
+        help="run these tests on every mutant instead of the mapped ones (results not kept)",
+    )
     parser.add_argument("--min-score", type=float, default=0.9)
     parser.add_argument("--build-map", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -681,7 +701,11 @@ def main(argv: list[str] | None = None) -> int:
             },
             args.min_score,
         )
-    mapping = load_map(rebuild=args.remap)
+    if args.tests:  # an ad-hoc selection: its results are not the module's
+        results = {"_volatile": True}
+        mapping: dict[str, Any] = {"digest": "adhoc", "calls": {"": args.tests}}
+    else:
+        mapping = load_map(rebuild=args.remap)
     used = _names_used()
     _preimport()
     outcomes = {}
