@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import re
 from dataclasses import dataclass, field
 
 from runner_queue_fallback import timing
@@ -387,3 +388,139 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
         post_requests = [e for e in world.ledger if post[0] <= e.time <= post[1]]
         post_margin = latency * (len(post_requests) + 1) + 1e-6
         assert post[1] - post[0] <= timing.POST_STEP_LIMIT_SECONDS + post_margin
+
+
+# ------------------------------------------------------------------------ what really happened
+#
+# The fake GitHub knows the truth of every child (`RunHistory`: when its job was queued, when a
+# runner took it, when the cancel was requested, when it really ended) and of every request (the
+# ledger). These checks hold the coordinator's decisions against that truth (issue 22).
+
+#: How late a queue deadline may be acted on: one 5 s poll (the spec's cadence near a window).
+DEADLINE_LATENESS = timing.CANCEL_POLL_SECONDS
+RACE_OUTCOME = "runner acquired during cancellation (race)"
+QUEUE_TIMEOUT_OUTCOME = "cancelled before a runner (queue timeout)"
+
+
+def check_truth(  # one list of the truths a run must agree with
+    world: FakeGitHub,
+    run: SimulationRun,
+    observed: Observed,
+    *,
+    latency: float,
+) -> None:
+    """A race only after the cancel; no fallback on a late reply; deadlines on time; rounds."""
+    kids = children(world)
+    mine = _client_of(world, TOKEN)
+    outcomes = json.loads(run.outputs.get("attempts-json", "[]"))
+    by_run = {entry["run-id"]: entry for entry in outcomes if entry.get("run-id")}
+    cancels = [
+        e
+        for e in world.ledger
+        if e.method == "POST" and e.path.endswith("/cancel") and e.client == mine
+    ]
+    for kid in kids:
+        entry = by_run.get(kid.run_id)
+        outcome = entry["outcome"] if entry else ""
+        # A race error only when a runner was really acquired after the cancel request.
+        if outcome == RACE_OUTCOME:
+            assert kid.allocated_at is not None, f"race reported for {kid.run_id}, no runner"
+            assert kid.cancel_requested_at is not None
+            assert kid.allocated_at >= kid.cancel_requested_at - 1e-6, (
+                f"child {kid.run_id} had its runner before the cancel: not a race"
+            )
+        # A fallback after this child: the reply that proved it over arrived inside the window.
+        later = [k for k in kids if k.dispatched_at > kid.dispatched_at]
+        if later and outcome == QUEUE_TIMEOUT_OUTCOME:
+            mine_cancels = [e.time for e in cancels if e.path.endswith(f"/{kid.run_id}/cancel")]
+            window_end = min(mine_cancels) + timing.CANCEL_WINDOW_SECONDS
+            reads = [
+                e
+                for e in world.ledger
+                if e.client == mine
+                and e.method == "GET"
+                and f"/actions/runs/{kid.run_id}" in e.path
+                and e.status in {200, 304}
+                and min(mine_cancels) <= e.time <= later[0].dispatched_at
+            ]
+            assert reads, f"child {kid.run_id} replaced without a read after its cancel"
+            proof = reads[-1]
+            assert proof.time + latency <= window_end + 1e-6, (
+                f"the fallback from {kid.run_id} rests on a reply from after its window"
+            )
+            assert kid.completed_at is not None
+            assert kid.completed_at <= proof.time + 1e-6, "fallback before the child really ended"
+            assert kid.allocated_at is None
+    # A result is accepted only from a child whose identity was read: at least one read of the
+    # run itself (where identity is checked) before the verdict.
+    if run.exit_code == 0:
+        last = kids[-1]
+        reads = [
+            e
+            for e in world.ledger
+            if e.client == mine and e.method == "GET" and e.path.endswith(f"/runs/{last.run_id}")
+        ]
+        assert reads, "a result accepted without reading the run's identity"
+    _check_deadlines_on_time(world, run, observed, outcomes, latency=latency)
+    _check_rounds(run, outcomes)
+
+
+def _check_deadlines_on_time(
+    world: FakeGitHub,
+    run: SimulationRun,
+    observed: Observed,
+    outcomes: list[dict[str, object]],
+    *,
+    latency: float,
+) -> None:
+    """No queue deadline acted on more than 5 s late, barring a quota wait or a failed request."""
+    mine = _client_of(world, TOKEN)
+    disturbed = (
+        any(
+            e.client == mine and (rate_limited(e) or retryable(e) or e.fault is not None)
+            for e in world.ledger
+        )
+        or "Waiting for API quota" in run.log
+    )
+    if disturbed or observed.interrupted_at is not None:
+        return
+    for entry in outcomes:
+        if entry["outcome"] not in {QUEUE_TIMEOUT_OUTCOME, RACE_OUTCOME}:
+            continue
+        kid = world.history.get(int(str(entry["run-id"])))
+        assert kid is not None
+        # The queue clock starts at the first read that showed the job queued.
+        seen = [
+            e.time
+            for e in world.ledger
+            if e.client == mine
+            and e.method == "GET"
+            and e.path.endswith("/jobs")
+            and f"/runs/{kid.run_id}/" in e.path
+            and e.time >= kid.job_queued_at
+        ]
+        if not seen:
+            continue
+        deadline = seen[0] + latency + float(str(entry["queue-timeout-minutes"])) * 60
+        first_cancel = min(
+            e.time
+            for e in world.ledger
+            if e.method == "POST" and e.path.endswith(f"/{kid.run_id}/cancel")
+        )
+        allowance = DEADLINE_LATENESS + latency * 8 + observed.guard_seconds() + 1e-6
+        assert first_cancel <= deadline + allowance, (
+            f"queue deadline of {kid.run_id} acted on {first_cancel - deadline:g}s late"
+        )
+
+
+def _check_rounds(run: SimulationRun, outcomes: list[dict[str, object]]) -> None:
+    """The waiting rounds the spec asks to log: numbered from 1 per wait, none skipped."""
+    numbers = [int(n) for n in re.findall(r"[Rr]ound (\d+)", run.log)]
+    waits = 0
+    for previous, number in itertools.pairwise([0, *numbers]):
+        if number == 1:
+            waits += 1
+        else:
+            assert number == previous + 1, f"round {number} follows round {previous}"
+    timed_out = sum(1 for e in outcomes if e["outcome"] == QUEUE_TIMEOUT_OUTCOME)
+    assert waits >= timed_out, "a queue wait without its waiting rounds in the log"

@@ -51,6 +51,7 @@ from tests.invariants import (
     Send,
     check_invariants,
     check_spec_bounds,
+    check_truth,
 )
 from tests.outside import PLANTS, Tamper, lag_rule, odd_header_rule, plant_rule, watch_stdout
 
@@ -276,6 +277,7 @@ def execute(case: Case) -> Outcome:
         guard=case.guard and GUARD,
         latency=case.timings.latency,
     )
+    check_truth(world, run, observed, latency=case.timings.latency)
     return outcome
 
 

@@ -1,0 +1,318 @@
+"""The sequence's rules at their moments: windows, deadlines, checks, reports (issue 22).
+
+Each test states one rule of the spec (or one of our departures, README) and checks it on what
+the fake GitHub saw (the request ledger, the run history) rather than on log wording. They were
+written against the survivors of `scripts/mutate`: mutants that changed *when* something happens
+and that no other test noticed.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.sim.model import Timings, Workload
+from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun
+from tests.invariants import children, dispatch_posts
+from tests.test_cleanup import busy_world, post_step
+from tests.test_coordinator import FOREVER, Scenario, attempts
+from tests.test_guard import dispatch_child, guard_environ, make_world, run_guard
+from tests.test_sim_support import dispatch
+
+NEVER = 10_000.0
+
+
+def run_reads(s: Scenario, run_id: int) -> list[tuple[int, float]]:
+    """(ledger seq, time) of every read of the child run itself."""
+    return [
+        (e.seq, e.time)
+        for e in s.world.ledger
+        if e.method == "GET" and e.path.endswith(f"/actions/runs/{run_id}")
+    ]
+
+
+def posts(s: Scenario, suffix: str) -> list[tuple[int, float]]:
+    return [
+        (e.seq, e.time) for e in s.world.ledger if e.method == "POST" and e.path.endswith(suffix)
+    ]
+
+
+# -- identity: checked before anything is accepted, at the first read that shows a wrong field --
+
+
+def test_a_filled_in_identity_mismatch_fails_at_the_first_read_that_shows_it():
+    """The child's head SHA is wrong from its first read (15 s): cancelled then, not minutes later."""
+    s = Scenario().pools(FOREVER, [], [])
+    original = s.world.dispatch
+
+    def dispatch_then_move(*args, **kwargs):
+        s.world.change_workflow("runner-worker.yml", "main")
+        return original(*args, **kwargs)
+
+    s.world.dispatch = dispatch_then_move  # type: ignore[method-assign]  # a race injected here
+    result = s.run()
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    first_read = run_reads(s, kid.run_id)[0][1]
+    assert first_read == kid.dispatched_at + timing.STARTUP_FIRST_CHECK_SECONDS
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert cancel == first_read, "the sequence stops at the read that showed the mismatch"
+    assert kid.allocated_at is None
+
+
+def test_a_result_is_accepted_only_from_a_child_whose_identity_matches():
+    """A child that runs at once with a wrong head SHA is refused: the coordinator never succeeds."""
+    s = Scenario(workload=Workload(duration=1.0)).pools([], [], [])
+    original = s.world.dispatch
+
+    def dispatch_then_move(*args, **kwargs):
+        s.world.change_workflow("runner-worker.yml", "main")
+        return original(*args, **kwargs)
+
+    s.world.dispatch = dispatch_then_move  # type: ignore[method-assign]  # a race injected here
+    result = s.run()
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1
+
+
+# -- the startup window: first check at 15 s, then every 5 s, the last one at 120 s ------------
+
+
+def test_the_startup_window_checks_at_15_s_then_every_5_s_up_to_its_last_check_at_120_s():
+    s = Scenario(timings=Timings(visibility_delay=NEVER)).pools([], [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    [(cancel_seq, _), *_] = posts(s, "/cancel")
+    startup = [t - kid.dispatched_at for seq, t in run_reads(s, kid.run_id) if seq < cancel_seq]
+    assert startup == [15.0 + 5.0 * n for n in range(22)]  # 15, 20, ..., 120
+    assert startup[-1] == timing.STARTUP_WINDOW_SECONDS
+
+
+def test_job_metadata_pending_until_late_in_the_startup_window_is_waited_for():
+    """The worker job is listed only ~110 s after the dispatch: still inside the window."""
+    s = Scenario(timings=Timings(jobs_delay=105.0)).pools([], [], [])
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert len(dispatch_posts(s.world)) == 1
+
+
+# -- the cancellation window: 5 s polls, the last one at 120 s, force-cancel once at 60 s ------
+
+
+def stuck_cancellation() -> tuple[Scenario, SimulationRun]:
+    s = Scenario(timings=Timings(cancel_delay=NEVER, force_cancel_delay=NEVER)).pools(
+        FOREVER, [], []
+    )
+    return s, s.run(post_step=False)
+
+
+def test_the_cancellation_window_polls_every_5_s_up_to_its_last_poll_at_120_s():
+    s, result = stuck_cancellation()
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    (first_seq, first), (second_seq, _) = posts(s, "/cancel")[:2]
+    polls = [t - first for seq, t in run_reads(s, kid.run_id) if first_seq < seq < second_seq]
+    assert polls == [5.0 * n for n in range(1, 25)]  # 5, 10, ..., 120
+    assert polls[-1] == timing.CANCEL_WINDOW_SECONDS
+    assert len(dispatch_posts(s.world)) == 1
+
+
+def test_force_cancel_is_sent_once_at_half_the_cancellation_window():
+    s, _ = stuck_cancellation()
+    [(_, first), *_] = posts(s, "/cancel")
+    forced = [t for _, t in posts(s, "/force-cancel")]
+    assert forced == [first + timing.CANCEL_WINDOW_SECONDS / 2]
+
+
+def test_no_force_cancel_when_the_cancel_lands_in_the_first_half_of_the_window():
+    s = Scenario(timings=Timings(cancel_delay=50.0)).pools(FOREVER, [], [])
+    result = s.run()
+    assert result.exit_code == 0
+    assert posts(s, "/force-cancel") == []
+
+
+def test_a_confirmation_whose_reply_arrives_after_the_window_authorises_no_fallback():
+    """Truth: the child ends inside the window; the read that would show it replies after it."""
+    s = Scenario(timings=Timings(latency=2.0, cancel_delay=110.0, force_cancel_delay=NEVER))
+    s.pools(FOREVER, [], [])
+    result = s.run(post_step=False)
+    kid = children(s.world)[0]
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert kid.completed_at is not None
+    assert kid.completed_at < cancel + timing.CANCEL_WINDOW_SECONDS
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1, "no fallback on a reply from after the window"
+
+
+# -- the queue: polling ends at allocation; the deadline; parent and source checks -------------
+
+
+def test_the_queue_wait_ends_at_the_first_poll_that_sees_a_runner():
+    """Allocated at 100 s, done at ~310 s: judged at the next 60 s execution poll, not 4 min later."""
+    s = Scenario(workload=Workload(duration=200.0)).pools([(0.0, 100.0)], [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    [kid] = children(s.world)
+    assert kid.allocated_at is not None
+    assert kid.completed_at is not None
+    last_read = run_reads(s, kid.run_id)[-1][1]
+    assert last_read <= kid.completed_at + timing.EXECUTION_POLL_SECONDS
+
+
+def test_while_queued_the_parent_is_read_every_15_minutes():
+    s = Scenario().pools(FOREVER, [], [])
+    s.inputs["queue-timeout-minutes"] = "60"
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=200.0)
+    result = s.run()
+    assert result.exit_code == 1
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert cancel >= timing.QUEUE_CHECKS_SECONDS
+    assert cancel <= timing.QUEUE_CHECKS_SECONDS + timing.QUEUE_POLL_FAR_SECONDS
+    assert children(s.world)[0].conclusion == "cancelled"
+
+
+def test_the_parent_is_checked_again_before_the_second_dispatch():
+    """The parent ends during the cancellation window: no second child is dispatched."""
+    s = Scenario().pools(FOREVER, [], [])
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=617.0)
+    result = s.run()
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1
+    assert children(s.world)[0].conclusion == "cancelled"
+    [(_, cancel), *_] = posts(s, "/cancel")
+    reads = [
+        e.time
+        for e in s.world.ledger
+        if e.method == "GET" and e.path.endswith(f"/actions/runs/{PARENT_RUN_ID}")
+    ]
+    assert reads[-1] > cancel, "the parent was read again after the first child was cancelled"
+
+
+def test_while_executing_the_parent_is_checked_at_every_poll():
+    s = Scenario(workload=Workload(duration=1200.0)).pools([], [], [])
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=300.0)
+    result = s.run()
+    assert result.exit_code == 1
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert 300.0 <= cancel <= 300.0 + timing.EXECUTION_POLL_SECONDS
+    assert children(s.world)[0].conclusion == "cancelled"
+
+
+# -- execution: the timeout to the second, from the allocation ---------------------------------
+
+
+def test_the_execution_timeout_fires_at_its_deadline_to_the_second():
+    s = Scenario(workload=Workload(duration=3600)).pools([], [], [])
+    s.inputs["execution-timeout-minutes"] = "5"
+    result = s.run()
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert kid.allocated_at is not None
+    # GitHub's started_at has whole seconds: the deadline may fall up to a second later
+    assert 300.0 <= cancel - kid.allocated_at <= 301.0
+
+
+def test_the_execution_timeout_counts_from_the_allocation_not_from_the_poll_that_saw_it():
+    """Allocated at 100 s, seen at the 255 s poll: the 5-minute timeout still ends at ~400 s."""
+    s = Scenario(workload=Workload(duration=3600)).pools([(0.0, 100.0)], [], [])
+    s.inputs["execution-timeout-minutes"] = "5"
+    result = s.run()
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert kid.allocated_at is not None
+    assert 300.0 <= cancel - kid.allocated_at <= 301.0
+
+
+# -- what is reported: attempt outcomes, the race paragraph, waiting rounds -------------------
+
+
+def race() -> tuple[Scenario, SimulationRun]:
+    s = Scenario(timings=Timings(cancel_delay=30.0)).pools([(0.0, 617.0)], [], [])
+    return s, s.run()
+
+
+def test_a_runner_acquired_after_the_cancel_request_is_reported_as_the_race():
+    s, result = race()
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    assert kid.allocated_at is not None
+    assert kid.cancel_requested_at is not None
+    assert kid.allocated_at > kid.cancel_requested_at
+    assert [a["outcome"] for a in attempts(result)] == [
+        "runner acquired during cancellation (race)"
+    ]
+    assert "acquired a runner while it was being cancelled" in result.summary
+
+
+def test_the_summary_has_no_race_paragraph_without_a_race():
+    s = Scenario().pools(FOREVER, [], [])
+    result = s.run()
+    assert result.exit_code == 0
+    assert "acquired a runner while it was being cancelled" not in result.summary
+
+
+def test_a_runner_seen_at_the_fresh_read_on_the_deadline_is_no_race_and_never_cancelled():
+    """Allocated a moment before the deadline: the fresh read sees it; the child is kept."""
+    s = Scenario(workload=Workload(duration=60.0)).pools([(0.0, 612.0)], [], [])
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert posts(s, "/cancel") == []
+    assert [a["outcome"] for a in attempts(result)] == ["run success, worker success"]
+
+
+def test_attempt_outcomes_name_the_phase_each_attempt_ended_in():
+    s = Scenario(workload=Workload(duration=3600)).pools(FOREVER, [], [])
+    s.inputs["execution-timeout-minutes"] = "5"
+    result = s.run()
+    assert [a["outcome"] for a in attempts(result)] == [
+        "cancelled before a runner (queue timeout)",
+        "execution timeout",
+    ]
+
+
+def test_waiting_rounds_are_numbered_from_1_for_each_candidate():
+    s = Scenario().pools(FOREVER, FOREVER, FOREVER)
+    result = s.run()
+    assert result.exit_code == 1
+    numbers = [int(n) for n in re.findall(r"[Rr]ound (\d+)", result.log)]
+    runs: list[list[int]] = []
+    for n in numbers:
+        if n == 1:
+            runs.append([])
+        runs[-1].append(n)
+    assert len(runs) == 3
+    assert all(r == list(range(1, len(r) + 1)) for r in runs)
+    assert all(len(r) > 1 for r in runs)
+
+
+# -- the guard and the post step ----------------------------------------------------------------
+
+
+def test_the_guard_reports_how_long_its_checks_took(tmp_path: Path):
+    clock = FakeClock()
+    world = make_world(clock, parent_after=20.0)
+    run_id = dispatch_child(world)
+    clock.advance(7.0)  # the guard starts a while after the dispatch: only its own time counts
+    result = run_guard(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    assert result.seconds == 15.0
+
+
+def test_the_post_step_searches_for_a_lost_dispatch_from_5_minutes_before_it(tmp_path: Path):
+    """The runner's clock runs 4 minutes ahead of GitHub's: the child is still found."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    dispatched_at = (clock.now() + timedelta(minutes=4)).isoformat()
+    run_id = dispatch(world, "rqf-skewed", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    state = {"request-id": "rqf-skewed", "dispatched-at": dispatched_at}
+    code, log = post_step(world, clock, state, tmp_path)
+    assert code == 0
+    assert f"Found run {run_id}" in log
+    assert world.history[run_id].conclusion == "cancelled"
