@@ -19,7 +19,7 @@ INPUT_HELP = {
     "source-sha": "full 40-hex SHA that source-ref must point at (preflight needs it; default: none)",
     "runner-type": (
         "cpu, cpu-amd64, cpu-arm64, gpu, gpu-amd64, gpu-arm64, gpu-amd64-2gpu or gpu-arm64-2gpu "
-        "(required)"
+        "(required; no default)"
     ),
     "queue-policy": "standard or extended (default: standard)",
     "queue-timeout-minutes": (
