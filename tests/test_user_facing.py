@@ -6,6 +6,7 @@ Every behaviour is driven through `cli.main` against the fake GitHub on a fake c
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -91,7 +92,8 @@ def test_waiting_rounds_name_candidate_pool_state_waited_left_and_next_check():
     left = [int(m[4]) for m in parsed if m]
     nexts = [int(m[5]) for m in parsed if m]
     assert numbers == list(range(1, len(first) + 1))
-    assert waited == sorted(waited) and left == sorted(left, reverse=True)
+    assert waited == sorted(waited)
+    assert left == sorted(left, reverse=True)
     assert all(n <= rest for n, rest in zip(nexts, left, strict=True))  # never past the deadline
     # waited + left is the same deadline each round: dispatch-to-queued plus 10 minutes
     assert len({w + rest for w, rest in zip(waited, left, strict=True)}) == 1
@@ -321,13 +323,9 @@ def test_every_command_help_says_what_environment_it_reads(command: str):
 @pytest.mark.parametrize("command", list(cli.SUBCOMMANDS))
 def test_every_flag_has_help_text(command: str):
     """No flag of any command is listed without an explanation."""
-    parser = cli._build_parser(command)  # noqa: SLF001  # the parser the command line gets
-    sub = next(
-        a
-        for a in parser._actions
-        if a.__class__.__name__ == "_SubParsersAction"  # noqa: SLF001
-    )
-    for action in sub.choices[command]._actions:  # type: ignore[attr-defined]  # noqa: SLF001
+    parser = cli._build_parser(command)  # the parser the command line gets
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for action in sub.choices[command]._actions:
         assert action.help, (command, action.option_strings or action.dest)
 
 

@@ -10,13 +10,14 @@ __all__ = ["INPUT_HELP", "add_input_flags", "input_flags"]
 
 _PREFIX = "input:"
 
+_NEEDED = "(preflight needs it; default: none)"
 #: Each input flag's help: what it takes, the allowed values and the default (as in action.yml;
 #: a test compares the defaults).
 INPUT_HELP = {
-    "workflow": "child workflow file name, e.g. runner-worker.yml (preflight needs it; default: none)",
-    "workflow-ref": "branch or tag holding the child workflow, e.g. main (preflight needs it; default: none)",
-    "source-ref": "full source ref: refs/heads/..., refs/tags/..., refs/pull/N/merge (preflight needs it; default: none)",
-    "source-sha": "full 40-hex SHA that source-ref must point at (preflight needs it; default: none)",
+    "workflow": f"child workflow file name, e.g. runner-worker.yml {_NEEDED}",
+    "workflow-ref": f"branch or tag holding the child workflow, e.g. main {_NEEDED}",
+    "source-ref": f"full ref: refs/heads/..., refs/tags/..., refs/pull/N/merge {_NEEDED}",
+    "source-sha": f"full 40-hex SHA that source-ref must point at {_NEEDED}",
     "runner-type": (
         "cpu, cpu-amd64, cpu-arm64, gpu, gpu-amd64, gpu-arm64, gpu-amd64-2gpu or gpu-arm64-2gpu "
         "(required; no default)"
