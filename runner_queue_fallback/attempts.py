@@ -11,7 +11,10 @@ from runner_queue_fallback.cleanup import CleanupResult
 from runner_queue_fallback.errors import RQFError
 from runner_queue_fallback.profiles import Candidate
 
-__all__ = ["Attempt", "Result"]
+__all__ = ["REFUSED", "Attempt", "Result"]
+
+#: The outcome of a dispatch GitHub refused (4xx): no run was created, so it is no dispatch sent.
+REFUSED = "dispatch refused"
 
 
 @dataclass
@@ -27,6 +30,10 @@ class Attempt:
     dispatched_at: float | None = None
     queued_at: float | None = None
     queue_left_at: float | None = None
+    #: when a runner was allocated (GitHub's `started_at`, or first seen during a cancel: a race)
+    allocated_at: float | None = None
+    #: when this attempt's last phase ended (proof of cancellation, the result, or an error)
+    ended_at: float | None = None
     outcome: str = "not dispatched"
     #: the dispatch reply carried no run id (older contract): the run was found by its run-name
     found_by_run_name: bool = False
@@ -38,12 +45,19 @@ class Attempt:
             return None
         return self.queue_left_at - self.queued_at
 
+    @property
+    def sent(self) -> bool:
+        """Whether the dispatch was sent and not refused (a lost reply may have made a run)."""
+        return self.dispatched_at is not None and self.outcome != REFUSED
+
 
 @dataclass
 class Result:
     """How the sequence ended."""
 
     attempts: list[Attempt] = field(default_factory=list)
+    #: every candidate of the plan, in order (the summary marks those never tried)
+    candidates: list[Candidate] = field(default_factory=list)
     success: bool = False
     error: RQFError | None = None
     cleanup: CleanupResult | None = None
@@ -61,5 +75,5 @@ class Result:
 
     @property
     def dispatched(self) -> list[Attempt]:
-        """The attempts whose dispatch was sent."""
-        return [a for a in self.attempts if a.dispatched_at is not None]
+        """The attempts whose dispatch was sent: a refused one is not, a lost reply's is."""
+        return [a for a in self.attempts if a.sent]

@@ -23,14 +23,14 @@ from runner_queue_fallback import __version__
 from runner_queue_fallback.clock import SystemClock
 from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
 from runner_queue_fallback.errors import InputErrors, RQFError
-from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.report import Reporter, escape_markdown
 
 if TYPE_CHECKING:
     import requests
 
     from runner_queue_fallback.clock import Clock
 
-__all__ = ["SUBCOMMANDS", "Subcommand", "main"]
+__all__ = ["SUBCOMMANDS", "Subcommand", "input_errors_summary", "main"]
 
 
 class Subcommand(NamedTuple):
@@ -40,9 +40,60 @@ class Subcommand(NamedTuple):
     help: str
     #: the module also defines `add_arguments(parser)`; without flags, `--help` never imports it
     flags: bool = False
+    #: the environment variables it reads, listed by its `--help` (kept here: `--help` is light)
+    reads: tuple[str, ...] = ()
 
 
 _COMMANDS = "runner_queue_fallback.commands"
+
+#: The coordinator's inputs as the runner passes them (hyphens kept); a test compares them with
+#: `inputs.COORDINATOR_INPUTS` and `action.yml`.
+_COORDINATOR_ENV = tuple(
+    f"INPUT_{name.upper()}"
+    for name in (
+        "workflow",
+        "workflow-ref",
+        "source-ref",
+        "source-sha",
+        "runner-type",
+        "queue-policy",
+        "queue-timeout-minutes",
+        "execution-timeout-minutes",
+        "admission-timeout-minutes",
+        "runners",
+        "workload",
+        "source-policy",
+        "api-version",
+        "token",
+    )
+)
+_GUARD_ENV = tuple(
+    f"INPUT_{name.upper()}"
+    for name in (
+        "request-id",
+        "parent-run-id",
+        "parent-run-attempt",
+        "source-ref",
+        "source-sha",
+        "coordinator-workflow",
+        "api-version",
+        "token",
+    )
+)
+#: What the runner tells every step: the run, the API, and the files for outputs and summary.
+_RUN_ENV = ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_API_URL")
+_FILES_ENV = ("GITHUB_SERVER_URL", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
+#: The step state the main step saves for its post step (`STATE_<name>`).
+_STATE_ENV = (
+    "STATE_request-id",
+    "STATE_child-run-id",
+    "STATE_child-request-id",
+    "STATE_child-run-url",
+    "STATE_refused-request-id",
+    "STATE_dispatched-at",
+    "STATE_api-version",
+    "STATE_child-over",
+)
 
 #: Every subcommand, in the order `--help` lists them.
 SUBCOMMANDS: dict[str, Subcommand] = {
@@ -50,6 +101,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         f"{_COMMANDS}.plan",
         "show the candidate pools, deadlines and the timeout the job needs",
         flags=True,
+        reads=_COORDINATOR_ENV[:-1],
     ),
     "lint": Subcommand(
         f"{_COMMANDS}.lint",
@@ -57,13 +109,19 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         flags=True,
     ),
     "coordinate": Subcommand(
-        f"{_COMMANDS}.coordinate", "run the fallback sequence (the action's main step)"
+        f"{_COMMANDS}.coordinate",
+        "run the fallback sequence (the action's main step)",
+        reads=_COORDINATOR_ENV + _RUN_ENV + _FILES_ENV,
     ),
     "cleanup": Subcommand(
-        f"{_COMMANDS}.cleanup", "cancel and confirm a child left running (the post step)"
+        f"{_COMMANDS}.cleanup",
+        "cancel and confirm a child left running (the post step)",
+        reads=("INPUT_WORKFLOW", "INPUT_TOKEN", *_STATE_ENV, *_RUN_ENV, *_FILES_ENV),
     ),
     "guard": Subcommand(
-        f"{_COMMANDS}.guard", "the child's first step: check identity, parent and source"
+        f"{_COMMANDS}.guard",
+        "the child's first step: check identity, parent and source",
+        reads=_GUARD_ENV + _RUN_ENV + _FILES_ENV,
     ),
     "simulate": Subcommand(
         f"{_COMMANDS}.simulate",
@@ -74,11 +132,17 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         f"{_COMMANDS}.preflight",
         "every read the coordinator makes before dispatching (token, refs, child file), no POST",
         flags=True,
+        reads=_COORDINATOR_ENV + _RUN_ENV + ("GITHUB_STEP_SUMMARY",),
     ),
     "stats": Subcommand(
         f"{_COMMANDS}.stats",
         "measure each pool's queue waits from past children; recommend an order",
         flags=True,
+        reads=(
+            "GITHUB_TOKEN (or the variable --token-env names)",
+            "GITHUB_REPOSITORY",
+            "GITHUB_API_URL",
+        ),
     ),
 }
 
@@ -101,10 +165,23 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, subcommand in SUBCOMMANDS.items():
-        sub = commands.add_parser(name, help=subcommand.help, description=subcommand.help)
+        sub = commands.add_parser(
+            name,
+            help=subcommand.help,
+            description=subcommand.help,
+            epilog=_reads(subcommand),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
         if name == chosen and subcommand.flags:
             _load(subcommand).add_arguments(sub)
     return parser
+
+
+def _reads(subcommand: Subcommand) -> str:
+    """The `--help` epilog: the environment variables the subcommand reads, one a line."""
+    if not subcommand.reads:
+        return "environment variables read: none"
+    return "environment variables read:\n" + "\n".join(f"  {name}" for name in subcommand.reads)
 
 
 def _new_session() -> requests.Session:
@@ -127,6 +204,14 @@ def _spread_source(environ: Mapping[str, str] | None, *, simulated: bool) -> ran
         for name in ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB")
     )
     return random.Random(identity)  # reproducible by design
+
+
+def input_errors_summary(command: str, exc: InputErrors) -> str:
+    """The short step summary of a run stopped by its inputs: each problem, and no request."""
+    lines = [f"## Runner queue fallback: invalid input ({escape_markdown(command)})", ""]
+    lines += [f"- {escape_markdown(str(error))}" for error in exc.errors]
+    lines += ["", "No request was sent to GitHub. Correct the inputs and run again.", ""]
+    return "\n".join(lines)
 
 
 def main(
@@ -154,9 +239,10 @@ def main(
     try:
         return command(args, ctx)
     except InputErrors as exc:
-        reporter = Reporter(ctx.stdout)
+        reporter = ctx.reporter()
         for error in exc.errors:
             reporter.error(str(error), title=exc.title)
+        reporter.summary(input_errors_summary(args.command, exc))
         return EXIT_BAD_INPUT
     except RQFError as exc:
         Reporter(ctx.stdout).error(str(exc), title=exc.title)

@@ -71,6 +71,7 @@ class Coordinator:
         """Wire the sequence to its client, clock, reporter and random source (admission spread)."""
         spread = rng or random.Random()  # spreads waits; not a secret
         self.seq = Sequence(inputs, run, client, clock, reporter, spread)
+        self.seq.result.candidates = list(inputs.pools.candidates)
         self.make_token = make_token
         self._parent_confirmed = False
 
@@ -122,7 +123,9 @@ class Coordinator:
             attempt = Attempt(number, candidate, self._request_id(number))
             self.result.attempts.append(attempt)
             with seq.report.group(f"Candidate {number}/{len(candidates)}: {candidate.pool_text}"):
-                if self._try(attempt):
+                over = self._try(attempt)
+                attempt.ended_at = seq.clock.monotonic()
+                if over:
                     return
         raise SequenceError(
             f"all {len(candidates)} queue(s) exhausted: no runner was acquired in any candidate pool"
@@ -204,6 +207,8 @@ class Coordinator:
         for attempt in self.result.attempts:  # a wait that ended by an error is still a wait
             if attempt.queued_at is not None and attempt.queue_left_at is None:
                 attempt.queue_left_at = seq.clock.monotonic()
+            if attempt.dispatched_at is not None and attempt.ended_at is None:
+                attempt.ended_at = seq.clock.monotonic()
         if seq.active is None:
             return
         self.result.cleanup = cancel_and_confirm(

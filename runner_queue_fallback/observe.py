@@ -152,7 +152,14 @@ class Observation:
 
     def describe(self) -> str:
         """One log line: run and job states and the runner allocation."""
-        run = f"run {self.run.id} {self.run.status}/{self.run.conclusion or '-'}"
+        return self._states(f"run {self.run.id}")
+
+    def state(self) -> str:
+        """`describe` without the run id, for a line that already names the child."""
+        return self._states("run")
+
+    def _states(self, name: str) -> str:
+        run = f"{name} {self.run.status}/{self.run.conclusion or '-'}"
         if not self.jobs:
             return f"{run}; no job yet"
         parts = [run]

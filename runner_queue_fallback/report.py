@@ -10,7 +10,9 @@ one escaping path, kept here (DESIGN.md invariant 9):
   command (`::name::`, even after leading whitespace) or carry the legacy `##[name]` syntax;
 - `escape_data` / `escape_property`: the message and properties of our own commands;
 - `escape_markdown` and `markdown_link`: the step summary, where outside text cannot become
-  Markdown structure, a link or an image, and a URL links only to the server's own host.
+  Markdown structure, a link or an image, and a URL links only to the server's own host;
+- `escape_mermaid`: a label in the summary's Mermaid chart, where only a whitelist of characters
+  is kept, so outside text cannot end the label, the line or the code block.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ __all__ = [
     "escape_data",
     "escape_log_line",
     "escape_markdown",
+    "escape_mermaid",
     "escape_property",
     "markdown_code",
     "markdown_link",
@@ -171,6 +174,28 @@ def _is_server_url(url: str, server_url: str) -> bool:
         and target.netloc.lower() == server.netloc.lower()
         and not target.username
     )
+
+
+#: What a Mermaid label keeps: letters, digits, space and punctuation without meaning in a gantt
+#: line. `:` (ends a task name), `#` and `;` (entity codes, statement ends), `%` (comments),
+#: `,` (task metadata), backticks (the Markdown fence), quotes, brackets and `<>&` (HTML) are not.
+_MERMAID_KEEP = re.compile(r"[^A-Za-z0-9 ._/()+=@-]")
+#: A label longer than this is cut (with `...`): the chart stays readable.
+MERMAID_LABEL_LIMIT = 80
+
+
+def escape_mermaid(text: str) -> str:
+    """Outside text made safe as one label of a Mermaid chart in the step summary.
+
+    Every character outside a small whitelist (ASCII letters, digits, space, `._/()+=@-`)
+    becomes `_`, so a label can never end its task (`:`), write an entity (`#`, `;`), start a
+    comment (`%%`), break its line or close the code block (a backtick). Runs of spaces become
+    one; an empty result is `_`.
+    """
+    text = " ".join(_MERMAID_KEEP.sub("_", _LINE_BREAK.sub(" ", text)).split())
+    if len(text) > MERMAID_LABEL_LIMIT:
+        text = text[: MERMAID_LABEL_LIMIT - 3] + "..."
+    return text or "_"
 
 
 class Reporter:

@@ -6,23 +6,53 @@ import json
 
 from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.github.versions import OLDER
-from runner_queue_fallback.report import Reporter, escape_markdown, markdown_link
+from runner_queue_fallback.profiles import Candidate
+from runner_queue_fallback.report import Reporter, escape_markdown, escape_mermaid, markdown_link
 
-__all__ = ["attempts_json", "outputs", "publish", "summary_markdown", "worker_link"]
+__all__ = [
+    "LINK_SEPARATOR",
+    "NEVER_HAD_A_RUNNER",
+    "NOT_TRIED",
+    "WORKER_LINK",
+    "attempts_json",
+    "log_link",
+    "outputs",
+    "publish",
+    "summary_markdown",
+    "timeline",
+    "worker_link",
+]
+
+
+#: The label of the link to the worker's log (the spec's words), and its qualifiers.
+WORKER_LINK = "View worker job logs here"
+RUN_LINK_ONLY = "run link: the job link is not available"
+NEVER_HAD_A_RUNNER = "never had a runner"
+#: What separates a log line from the link at its end.
+LINK_SEPARATOR = " \u2014 "
+#: The summary's mark for a candidate of the plan that was never dispatched.
+NOT_TRIED = "not tried"
 
 
 def worker_link(attempt: Attempt | None) -> tuple[str, str] | None:
-    """The 'View worker job logs here' link: the job itself, or the run labelled as a fallback."""
+    """The 'View worker job logs here' link: the job itself, or the run labelled as a fallback.
+
+    A child that never had a runner (cancelled at its deadline, or every queue exhausted) is
+    labelled so: its job page shows no log of a workload.
+    """
     if attempt is None:
         return None
-    if attempt.job_url:
-        return ("View worker job logs here", attempt.job_url)
-    if attempt.run_url:
-        return (
-            "View worker job logs here (run link: the job link is not available)",
-            attempt.run_url,
-        )
-    return None
+    qualifiers = [] if attempt.job_url else [RUN_LINK_ONLY]
+    if attempt.allocated_at is None:
+        qualifiers.append(NEVER_HAD_A_RUNNER)
+    label = f"{WORKER_LINK} ({'; '.join(qualifiers)})" if qualifiers else WORKER_LINK
+    url = attempt.job_url or attempt.run_url
+    return (label, url) if url else None
+
+
+def log_link(label: str, url: str) -> str:
+    """A link at the end of a log line, after a separator (the Reporter escapes the line)."""
+    return f"{LINK_SEPARATOR}{label}: {url}"
 
 
 def attempts_json(result: Result) -> str:
@@ -60,7 +90,8 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
     """The step summary in GitHub Markdown; every string from the API is escaped.
 
     URLs from GitHub's replies link only when they are https on `server_url`'s host
-    (GITHUB_SERVER_URL); any other is shown as code.
+    (GITHUB_SERVER_URL); any other is shown as code. Every candidate of the plan has a row; the
+    ones never dispatched are marked "not tried".
     """
     last = result.last
     pool = last.candidate.pool_text if last else "no pool"
@@ -70,15 +101,19 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
         "| # | pool | queue deadline | observed wait | child run | outcome |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for a in result.attempts:
-        wait = "-" if a.queued_seconds is None else f"{a.queued_seconds:.0f} s"
+    tried = {a.number: a for a in result.attempts}
+    for number, candidate in enumerate(_plan(result), start=1):
+        a = tried.get(number)
+        wait = "-" if a is None or a.queued_seconds is None else f"{a.queued_seconds:.0f} s"
         child = (
-            markdown_link(str(a.run_id), a.run_url, server_url) if a.run_id and a.run_url else "-"
+            markdown_link(str(a.run_id), a.run_url, server_url)
+            if a is not None and a.run_id and a.run_url
+            else "-"
         )
-        pool = escape_markdown(a.candidate.pool_text)
+        outcome = a.outcome if a is not None else NOT_TRIED
         lines.append(
-            f"| {a.number} | {pool} | {a.candidate.queue_minutes:g} min | {wait} | {child} "
-            f"| {escape_markdown(a.outcome)} |"
+            f"| {number} | {escape_markdown(candidate.pool_text)} | "
+            f"{candidate.queue_minutes:g} min | {wait} | {child} | {escape_markdown(outcome)} |"
         )
     lines.append("")
     lines += _api_version_line(result)
@@ -97,6 +132,7 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
     if last is not None and last.run_url:
         artifacts = f"{last.run_url}#artifacts"
         lines += [markdown_link("Artifacts of the worker run", artifacts, server_url), ""]
+    lines += timeline(result)
     return "\n".join(lines) + "\n"
 
 
@@ -110,13 +146,70 @@ def _api_version_line(result: Result) -> list[str]:
     return [line, ""]
 
 
+def _plan(result: Result) -> list[Candidate]:
+    """The candidates of the plan; without them (a ledger built by hand), those attempted."""
+    return result.candidates or [a.candidate for a in result.attempts]
+
+
+def timeline(result: Result) -> list[str]:
+    """A Mermaid `gantt` chart of the attempts: queue wait, cancel and proof, execution, deadlines.
+
+    Times are seconds since the first dispatch (`dateFormat X`, shown as hours:minutes). Every
+    label goes through `escape_mermaid`. Empty when nothing was dispatched.
+    """
+    started = [a for a in result.attempts if a.dispatched_at is not None]
+    if not started:
+        return []
+    origin = min(a.dispatched_at for a in started if a.dispatched_at is not None)
+    lines = [
+        "```mermaid",
+        "gantt",
+        "    title Attempts (time since the first dispatch)",
+        "    dateFormat X",
+        "    axisFormat %H:%M",
+    ]
+    for a in started:
+        lines.append(f"    section {a.number} {escape_mermaid(a.candidate.pool_text)}")
+        lines += [
+            f"    {escape_mermaid(label)} :{begin - origin:.0f}, {end - origin:.0f}"
+            for label, begin, end in _phases(a)
+        ]
+        if a.queued_at is not None:
+            deadline = a.queued_at + a.candidate.queue_seconds - origin
+            mark = f"queue deadline {a.candidate.queue_minutes:g} min"
+            lines.append(f"    {escape_mermaid(mark)} :milestone, {deadline:.0f}, 0s")
+    lines += ["```", ""]
+    return lines
+
+
+def _phases(a: Attempt) -> list[tuple[str, float, float]]:
+    """The phases of one attempt that have a start and an end, in order.
+
+    startup (dispatch to the job seen), queue wait (until a runner or the cancel), cancel and
+    proof (a cancel, until proven or a runner seen: the race), execution (a runner to the end).
+    """
+    assert a.dispatched_at is not None  # noqa: S101  # only dispatched attempts are drawn
+    end = max(a.dispatched_at, a.ended_at if a.ended_at is not None else a.dispatched_at)
+    seen = a.queued_at if a.queued_at is not None else a.allocated_at
+    left = a.queue_left_at
+    phases = [("startup", a.dispatched_at, seen if seen is not None else end)]
+    if a.queued_at is not None:
+        phases.append(("queue wait", a.queued_at, left if left is not None else end))
+    cancelled = left is not None and (a.allocated_at is None or a.allocated_at > left)
+    if cancelled and left is not None and left < end:
+        phases.append(("cancel and proof", left, a.allocated_at or end))
+    if a.allocated_at is not None:
+        phases.append(("execution", a.allocated_at, end))
+    return [(label, begin, max(begin, stop)) for label, begin, stop in phases]
+
+
 def publish(result: Result, reporter: Reporter) -> None:
     """Set the outputs, write the summary, and close the log with the result and the worker link."""
     for name, value in outputs(result).items():
         reporter.set_output(name, value)
     reporter.summary(summary_markdown(result, reporter.server_url))
     link = worker_link(result.last)
-    suffix = f" {link[0]}: {link[1]}" if link else ""
+    suffix = log_link(*link) if link else ""
     if result.success:
         reporter.log(f"The worker succeeded.{suffix}")
         return

@@ -22,6 +22,16 @@ def dispatch_posts(world: FakeGitHub) -> list[float]:
     return [e.time for e in world.ledger if e.method == "POST" and e.path.endswith("/dispatches")]
 
 
+def _refused(entry: LedgerEntry) -> bool:
+    """A dispatch POST GitHub refused: a 4xx reply (408 is ambiguous), so no run was created."""
+    return (
+        entry.method == "POST"
+        and entry.status is not None
+        and 400 <= entry.status < 500  # the 4xx range
+        and entry.status != 408  # a request timeout is ambiguous
+    )
+
+
 def children(world: FakeGitHub) -> list:  # type: ignore[type-arg]  # RunHistory list
     return sorted(world.history.values(), key=lambda h: h.dispatched_at)
 
@@ -53,7 +63,11 @@ def check_invariants(world: FakeGitHub, run: SimulationRun, *, candidates: int) 
     assert len(set(request_ids)) == len(request_ids), (
         f"a request id was dispatched twice: {request_ids}"
     )
-    assert run.outputs.get("attempts", "0") == str(len(dispatch_posts(world)))
+    # `attempts` counts dispatches sent: a refused one (4xx, not 408) created no run and is not
+    # one; one without a clear reply (a timeout, 408, 5xx) may have, and is.
+    refused = [e for e in world.ledger if e.path.endswith("/dispatches") and _refused(e)]
+    sent = len(dispatch_posts(world)) - len(refused)
+    assert run.outputs.get("attempts", "0") == str(sent)
     # 5. Every child is confirmed over at exit, or reported unconfirmed by run id.
     # A run whose dispatch reply was lost and that never showed up by its run-name can only be
     # named by that run-name: the coordinator never learned its id.
@@ -242,8 +256,16 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
     for number, send in enumerate(dispatches, start=1):
         assert request_ids[number - 1].startswith(f"rqf-{PARENT_RUN_ID}-1-{number}-")
         assert send.inputs["runner"] == candidates[number - 1].runner_json()
-    if dispatches:
-        assert run.outputs["runner"] == dispatches[-1].inputs["runner"]
+    # The outputs describe the last dispatch sent: one GitHub refused (4xx, not 408) is none.
+    coordinator_entries = entries.get(_client_of(world, TOKEN), [])
+    refused = {
+        send.inputs.get("request-id", "")
+        for send, entry in zip(coordinator, coordinator_entries, strict=True)
+        if send in dispatches and _refused(entry)
+    }
+    sent = [s for s in dispatches if s.inputs.get("request-id", "") not in refused]
+    if sent:
+        assert run.outputs["runner"] == sent[-1].inputs["runner"]
     for kid in kids:
         send = dispatches[request_ids.index(kid.request_id)]
         assert kid.pool == pool_key(**json.loads(send.inputs["runner"]))

@@ -13,7 +13,7 @@ from responses import registries
 
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.errors import DispatchAmbiguous, GitHubAPIError
-from runner_queue_fallback.github import GitHubClient
+from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.versions import ApiVersionRefused, refuses_version
 from tests import github_payloads as payloads
 

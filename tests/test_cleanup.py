@@ -54,7 +54,7 @@ def test_post_step_cancels_and_confirms_the_saved_child(tmp_path: Path):
     code, log = post_step(world, clock, state, tmp_path)
     assert code == 0
     assert f"cleanup confirmed: child run {run_id}" in log
-    assert f"View worker job logs here (run link): https://github.test/runs/{run_id}" in log
+    assert f" \u2014 View worker job logs here (run link): https://github.test/runs/{run_id}" in log
     assert world.history[run_id].conclusion == "cancelled"
     assert "ghs_post_token" not in log.replace("::add-mask::ghs_post_token", "")
 

@@ -27,7 +27,8 @@ from runner_queue_fallback.errors import (
     Unauthorized,
     Unprocessable,
 )
-from runner_queue_fallback.github import CancelOutcome, GitHubClient
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.models import CancelOutcome
 from runner_queue_fallback.github.retry import Patience
 from tests import github_payloads as payloads
 

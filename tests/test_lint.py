@@ -979,9 +979,11 @@ def test_cli_directory_mode_finds_coordinators_and_their_children(tmp_path, caps
 
 
 def test_cli_directory_mode_with_dir_and_nothing_to_lint(tmp_path, capsys):
+    """Nothing to check is a usage problem: it says so and exits 2, never a silent pass."""
     (tmp_path / "ci.yml").write_text("on: push\njobs: {}\n")
     code, out = _run(["lint", "--dir", str(tmp_path)], capsys)
-    assert code == 0
+    assert code == 2
+    assert out.startswith("error: nothing to check: no workflow in")
     assert "uses the coordinator" in out
 
 

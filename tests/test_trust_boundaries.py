@@ -676,10 +676,13 @@ def test_waiting_round_and_cancellation_log_lines_show_both_states_and_the_runne
     w = World().pools(FOREVER, ())
     result = w.run()
     kid = children(w.world)[0].run_id
-    assert f"Waiting round 1: child {kid} run {kid} queued/-; job worker queued/-, runner none" in (
-        result.log
-    )
-    assert "since dispatch; next check in" in result.log
+    assert (
+        f"Waiting round 1, candidate 1/2 (nv-cpu-general / linux-amd64-cpu16): child {kid} "
+        "run queued/-; job worker queued/-, runner none"
+    ) in result.log
+    assert f"child {kid} run {kid}" not in result.log  # the id is named once
+    assert "since dispatch," in result.log
+    assert "left to the queue deadline; next check in" in result.log
     assert (
         f"Cancellation check: run {kid} completed/cancelled; job worker completed/cancelled, "
         "runner none, 0 step(s) started"
@@ -691,10 +694,12 @@ def test_run_link_label_in_the_summary_when_no_job_was_seen():
     w = World(timings=Timings(jobs_delay=10_000.0)).pools((), ())
     result = w.run()
     assert result.exit_code == 1
-    assert "View worker job logs here \\(run link: the job link is not available\\)" not in (
+    assert "View worker job logs here \\(run link: the job link is not available" not in (
         result.summary
     )
-    assert "View worker job logs here (run link: the job link is not available)" in result.summary
+    assert (
+        "View worker job logs here (run link: the job link is not available; never had a runner)"
+    ) in result.summary
 
 
 def test_lost_dispatch_reply_whose_run_never_appears():

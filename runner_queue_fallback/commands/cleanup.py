@@ -14,6 +14,7 @@ from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO
 from runner_queue_fallback.inputs import env_name, read_run_context
 from runner_queue_fallback.report import Reporter, escape_markdown
+from runner_queue_fallback.summary import LINK_SEPARATOR, WORKER_LINK
 
 __all__ = ["run"]
 
@@ -101,8 +102,9 @@ def _clean_up_after_main_step(
         client, clock, run_id, window=window, reset_budget=budget, log=reporter.log
     )
     url = state.get("child-run-url", "") if str(run_id) == state.get("child-run-id") else ""
-    link = f" View worker job logs here (run link): {url}" if url else ""
-    markdown = reporter.link("View worker job logs here (run link)", url) if url else ""
+    label = f"{WORKER_LINK} (run link)"
+    link = f"{LINK_SEPARATOR}{label}: {url}" if url else ""
+    markdown = reporter.link(label, url) if url else ""
     reporter.summary(f"**Post-step cleanup:** {escape_markdown(result.describe())} {markdown}\n")
     if result.confirmed:
         reporter.log(f"{result.describe()}{link}")

@@ -17,7 +17,9 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Input flags (a flag wins over INPUT_* in the environment) and --json."""
     add_input_flags(parser, "coordinator inputs (default: the INPUT_* environment variables)")
-    parser.add_argument("--json", action="store_true", help="print the plan as JSON")
+    parser.add_argument(
+        "--json", action="store_true", help="print the plan as JSON (default: text)"
+    )
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:

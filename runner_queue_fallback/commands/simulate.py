@@ -18,18 +18,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "free pool per candidate. Exit 0 when it ran (and ended as a catalogue scenario "
         "states), 1 when a catalogue scenario did not end as stated, 2 on a bad flag."
     )
-    parser.add_argument("scenario", nargs="?", metavar="SCENARIO", help="a name from --list")
+    parser.add_argument(
+        "scenario", nargs="?", metavar="SCENARIO", help="a name from --list (default: fallback)"
+    )
     parser.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    parser.add_argument("--json", action="store_true", help="print attempts, outputs, ledger")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print attempts, outputs and request ledger as JSON (default: text)",
+    )
     parser.add_argument(
         "--busy",
         action="append",
         metavar="POOL=DURATION",
         help="no free runner in POOL (its labels) for DURATION (40m, 90s, 1h, always); repeatable",
     )
-    parser.add_argument("--workload-outcome", choices=("success", "failure"))
-    parser.add_argument("--workload-minutes", type=float, metavar="MINUTES")
-    parser.add_argument("--waits", metavar="STATS_JSON", help="replay waits from `stats --json`")
+    parser.add_argument(
+        "--workload-outcome",
+        choices=("success", "failure"),
+        help="how the worker's workload ends: success or failure (default: the scenario's)",
+    )
+    parser.add_argument(
+        "--workload-minutes",
+        type=float,
+        metavar="MINUTES",
+        help="how long the workload runs, in minutes (default: the scenario's)",
+    )
+    parser.add_argument(
+        "--waits", metavar="STATS_JSON", help="replay waits from `stats --json` (default: none)"
+    )
     parser.add_argument("--replays", metavar="N", help="with --waits: runs (default 200)")
     parser.add_argument("--seed", metavar="N", help="with --waits: random seed (default 1)")
     add_input_flags(parser, "coordinator inputs (INPUT_* variables are not read here)")

@@ -19,6 +19,7 @@ from runner_queue_fallback.lint.model import RULES, Finding, Rule
 from runner_queue_fallback.report import Reporter
 
 __all__ = [
+    "NOTHING_TO_CHECK",
     "RULES",
     "Finding",
     "LintResult",
@@ -35,6 +36,11 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
 DEFAULT_DIR = Path(".github/workflows")
+#: Nothing to lint is a usage problem (exit 2), not a pass.
+NOTHING_TO_CHECK = (
+    "nothing to check: no workflow in {dir} uses the coordinator; pass COORDINATOR.yml "
+    "[CHILD.yml], or --dir with the workflows that use it"
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +83,10 @@ def run(args: argparse.Namespace, stream: TextIO) -> int:
         result = lint_directory(args.dir or DEFAULT_DIR)
     print(render(result, args.format), file=stream, end="")
     if not files and not result.coordinators and not result.findings:
-        _say(stream, args.format, f"no workflow in {args.dir or DEFAULT_DIR} uses the coordinator")
+        _say(
+            stream, args.format, NOTHING_TO_CHECK.format(dir=args.dir or DEFAULT_DIR), level="error"
+        )
+        return EXIT_USAGE
     return EXIT_FINDINGS if result.errors else EXIT_OK
 
 

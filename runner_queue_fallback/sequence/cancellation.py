@@ -45,6 +45,7 @@ def cancel_and_prove(seq: Sequence, attempt: Attempt, deadline: float) -> None:
         seq.report.log(f"Cancellation check: {last.describe()}")
         if last.has_evidence:
             seq.result.race = True
+            attempt.allocated_at = seq.clock.monotonic()
             attempt.outcome = "runner acquired during cancellation (race)"
             raise SequenceError(
                 f"child {attempt.run_id} acquired a runner while it was being cancelled (the "

@@ -70,6 +70,11 @@ class Sequence:
         """The path the child run must show."""
         return f".github/workflows/{self.inputs.workflow}"
 
+    def candidate_text(self, attempt: Attempt) -> str:
+        """`candidate 2/3 (group / labels)`, as the round lines name where a child waits."""
+        total = len(self.inputs.pools.candidates)
+        return f"candidate {attempt.number}/{total} ({attempt.candidate.pool_text})"
+
     def set_active(self, attempt: Attempt, run_id: int, url: str) -> None:
         """The attempt's run is known: remember it (and save it for the post step)."""
         attempt.run_id, attempt.run_url = run_id, url

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import NoReturn
 
 from runner_queue_fallback import timing
-from runner_queue_fallback.attempts import Attempt
+from runner_queue_fallback.attempts import REFUSED, Attempt
 from runner_queue_fallback.errors import (
     DispatchAmbiguous,
     GitHubAPIError,
@@ -73,7 +73,7 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         # A definite refusal (4xx, never 408: that one is ambiguous): no run was created, so
         # neither this step nor the post step has anything to look for or clean up.
         seq.in_flight = None
-        attempt.outcome = "dispatch refused"
+        attempt.outcome = REFUSED
         seq.report.save_state("refused-request-id", attempt.request_id)
         raise
     if reply is None:  # the older contract: accepted, run unknown (run_name.py)

@@ -30,6 +30,8 @@ def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -
     if attempt.queue_left_at is None:
         attempt.queue_left_at = max(started, attempt.queued_at)
     attempt.outcome = "runner allocated"
+    if attempt.allocated_at is None:
+        attempt.allocated_at = started
     if observation.has_evidence:
         seq.report.log(
             f"Runner allocated to child {attempt.run_id} {seconds(now - started)} ago: fallback "
@@ -69,8 +71,10 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
         round_number += 1
         since = now - (attempt.dispatched_at or now)
         seq.report.log(
-            f"Executing round {round_number}: child {attempt.run_id} {observation.describe()}; "
-            f"{seconds(since)} since dispatch; next check in {seconds(wait)}"
+            f"Executing round {round_number}, {seq.candidate_text(attempt)}: child "
+            f"{attempt.run_id} {observation.state()}; {seconds(since)} since dispatch, "
+            f"{seconds(deadline - now)} left to the execution timeout; next check in "
+            f"{seconds(wait)}"
         )
         seq.clock.sleep(wait)
         observation = seq.observe(attempt)

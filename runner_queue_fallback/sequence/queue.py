@@ -44,8 +44,10 @@ def wait_in_queue(seq: Sequence, attempt: Attempt, observation: Observation) -> 
         wait = next_interval(deadline - now)
         round_number += 1
         seq.report.log(
-            f"Waiting round {round_number}: child {attempt.run_id} {observation.describe()}; "
-            f"{seconds(now - attempt.dispatched_at)} since dispatch; next check in {seconds(wait)}"
+            f"Waiting round {round_number}, {seq.candidate_text(attempt)}: child "
+            f"{attempt.run_id} {observation.state()}; waited {seconds(now - attempt.dispatched_at)} "
+            f"since dispatch, {seconds(deadline - now)} left to the queue deadline; next check in "
+            f"{seconds(wait)}"
         )
         seq.clock.sleep(wait)
         observation = seq.observe(attempt)

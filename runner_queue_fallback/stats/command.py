@@ -63,19 +63,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--since", default="14d", help="window: 1h to 90d, as Nd or Nh (default 14d)"
     )
     parser.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
-    parser.add_argument("--token-env", default="GITHUB_TOKEN", help="variable holding the token")
+    parser.add_argument(
+        "--token-env",
+        default="GITHUB_TOKEN",
+        help="the environment variable holding the token (default GITHUB_TOKEN)",
+    )
     parser.add_argument(
         "--max-runs",
         default=str(DEFAULT_MAX_RUNS),
         help=f"read at most this many runs, 1 to {MAX_RUNS_LIMIT} (default {DEFAULT_MAX_RUNS})",
     )
     output = parser.add_mutually_exclusive_group()
-    output.add_argument("--json", action="store_true", help="JSON, schema version 1")
-    output.add_argument("--markdown", action="store_true", help="Markdown with Mermaid charts")
-    parser.add_argument("--plot", metavar="FILE", help="also write a chart (.png or .svg)")
-    parser.add_argument("--runner-type", help="recommend an order and deadlines for this type")
-    parser.add_argument("--runners", help="the current `runners` JSON (with --runner-type)")
-    parser.add_argument("--queue-timeout-minutes", help="the current deadline (with --runner-type)")
+    output.add_argument(
+        "--json", action="store_true", help="print JSON, schema version 1 (default: text)"
+    )
+    output.add_argument(
+        "--markdown", action="store_true", help="print Markdown with Mermaid charts (default: text)"
+    )
+    parser.add_argument(
+        "--plot", metavar="FILE", help="also write a chart, .png or .svg (default: none)"
+    )
+    parser.add_argument(
+        "--runner-type",
+        help=(
+            "recommend an order and deadlines for this runner type: cpu, cpu-amd64, cpu-arm64, "
+            "gpu, gpu-amd64, gpu-arm64, gpu-amd64-2gpu or gpu-arm64-2gpu (default: none)"
+        ),
+    )
+    parser.add_argument(
+        "--runners", help="the current `runners` JSON (with --runner-type; default: the profile)"
+    )
+    parser.add_argument(
+        "--queue-timeout-minutes",
+        help="the current deadline, 1 to 60 (with --runner-type; default: the policy's)",
+    )
 
 
 def _parse_since(text: str) -> timedelta:
