@@ -22,7 +22,7 @@ from runner_queue_fallback.sim import DispatchRefused, FakeGitHub
 
 PARENT_ID = 4242
 SOURCE_REF = "refs/heads/feature"
-REQUEST_ID = "rqf-4242-1-1-act0"
+REQUEST_ID = "rqf-4242-1-1-0a0c7000"  # a well-formed request id (the guard refuses any other)
 
 
 def main(argv: list[str]) -> int:
