@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import requests
 
     from runner_queue_fallback.clock import Clock
+    from runner_queue_fallback.github.client import GitHubClient
+    from runner_queue_fallback.inputs import RunContext
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Command", "Context", "Main"]
 
@@ -69,6 +71,22 @@ class Context:
             summary_path=_path(self.environ.get("GITHUB_STEP_SUMMARY")),
             server_url=self.environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/")
             or "https://github.com",
+        )
+
+    def client(
+        self, run: RunContext, token: str, clock: Clock, reporter: Reporter, api_version: str
+    ) -> GitHubClient:
+        """The GitHub client of a step: this context's HTTP session, logging to its reporter."""
+        from runner_queue_fallback.github.client import GitHubClient  # noqa: PLC0415  # --help stays light
+
+        return GitHubClient(
+            self.session_factory(),
+            run.api_url,
+            run.repository,
+            token,
+            clock,
+            log=reporter.log,
+            api_version=api_version,
         )
 
 

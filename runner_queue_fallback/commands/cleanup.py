@@ -9,7 +9,6 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.cleanup import cancel_and_confirm, observe_run, run_left_by_main_step
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.errors import GitHubError, RQFError, UnexpectedError
-from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO
 from runner_queue_fallback.inputs import env_name, read_run_context
@@ -70,15 +69,7 @@ def _clean_up_after_main_step(
     # The version the main step settled on (saved before each dispatch); auto when it is missing.
     saved = state.get("api-version", "").strip()
     version = saved if saved in API_VERSION_CHOICES else AUTO
-    client = GitHubClient(
-        ctx.session_factory(),
-        context.api_url,
-        context.repository,
-        token,
-        clock,
-        log=reporter.log,
-        api_version=version,
-    )
+    client = ctx.client(context, token, clock, reporter, version)
     # A child may exist: wait out a spent quota, but only within the post step's own limit
     # (GitHub ends a post step 5 minutes after the job is cancelled).
     client.patience = Patience.CHILD_EXISTS

@@ -11,7 +11,6 @@ from contextlib import contextmanager
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.coordinator import Coordinator
 from runner_queue_fallback.errors import Interrupted
-from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
 from runner_queue_fallback.profiles import load_profiles
 from runner_queue_fallback.summary import publish
@@ -27,15 +26,7 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
     token = inputs.token.get_secret_value()
     reporter.mask(token)
     clock = ctx.clock_factory()
-    client = GitHubClient(
-        ctx.session_factory(),
-        context.api_url,
-        context.repository,
-        token,
-        clock,
-        log=reporter.log,
-        api_version=inputs.api_version,
-    )
+    client = ctx.client(context, token, clock, reporter, inputs.api_version)
     with signals_interrupt() as settle:
         result = Coordinator(inputs, context, client, clock, reporter, rng=ctx.rng).run()
         settle()  # a late signal must not cut the outputs and the summary short

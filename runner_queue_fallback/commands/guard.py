@@ -6,7 +6,6 @@ import argparse
 
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.errors import UnexpectedError
-from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.guard import Guard
 from runner_queue_fallback.inputs import env_name, read_guard_inputs, read_run_context
 
@@ -23,15 +22,7 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
     reporter.mask(token)
     clock = ctx.clock_factory()
     try:
-        client = GitHubClient(
-            ctx.session_factory(),
-            context.api_url,
-            context.repository,
-            token,
-            clock,
-            log=reporter.log,
-            api_version=inputs.api_version,
-        )
+        client = ctx.client(context, token, clock, reporter, inputs.api_version)
         result = Guard(inputs, context, client, clock, reporter).run()
         result.publish(reporter)
     except Exception as exc:  # noqa: BLE001  # the guard fails closed, whatever happened

@@ -7,7 +7,6 @@ import argparse
 from runner_queue_fallback import preflight
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.commands.flags import add_input_flags, input_flags
-from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import env_name, read_coordinator_inputs, read_run_context
 from runner_queue_fallback.profiles import load_profiles
 
@@ -38,14 +37,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     context = read_run_context(environ, in_a_run=in_a_run)
     clock = ctx.clock_factory()
     token = inputs.token.get_secret_value()
-    client = GitHubClient(
-        ctx.session_factory(),
-        context.api_url,
-        context.repository,
-        token,
-        clock,
-        log=reporter.log,
-        api_version=inputs.api_version,
-    )
+    client = ctx.client(context, token, clock, reporter, inputs.api_version)
     passed = preflight.run(inputs, context, client, reporter, in_a_run=in_a_run)
     return EXIT_OK if passed else EXIT_FAILED
