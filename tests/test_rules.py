@@ -14,6 +14,7 @@ from pathlib import Path
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings, Workload
 from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun
 from tests.invariants import children, dispatch_posts
@@ -119,6 +120,35 @@ def test_the_cancellation_window_polls_every_5_s_up_to_its_last_poll_at_120_s():
     assert polls == [5.0 * n for n in range(1, 25)]  # 5, 10, ..., 120
     assert polls[-1] == timing.CANCEL_WINDOW_SECONDS
     assert len(dispatch_posts(s.world)) == 1
+
+
+def test_an_expired_cancellation_window_is_reported_when_it_closes_with_the_last_observation():
+    """Expiry is reported at the window's end (the cleanup's cancel follows at once), by the
+    sequence's own error naming what was last seen, and the attempt stays 'cancelling'."""
+    s, result = stuck_cancellation()
+    (_, first), (_, second) = posts(s, "/cancel")[:2]
+    assert second - first == timing.CANCEL_WINDOW_SECONDS
+    expired = [line for line in result.log.splitlines() if "was not confirmed within" in line]
+    assert expired, result.log
+    assert expired[0].startswith("::error title=Fallback stopped::")
+    assert "last observation: run " in expired[0]
+    assert "job worker queued" in expired[0]
+    assert "Unexpected" not in result.log
+    assert [a["outcome"] for a in attempts(result)] == ["cancelling after queue timeout"]
+
+
+def test_an_expired_cancellation_window_names_the_last_request_error():
+    """Every proof read fails (502): the expiry says so instead of inventing an observation."""
+    s = Scenario(timings=Timings(cancel_delay=NEVER, force_cancel_delay=NEVER)).pools(
+        FOREVER, [], []
+    )
+    s.world.inject(Fault("status", status=502, path=r"/actions/runs/\d+$", start=616.0))
+    result = s.run(post_step=False)
+    expired = [line for line in result.log.splitlines() if "was not confirmed within" in line]
+    assert expired, result.log
+    assert "last request error: " in expired[0]
+    assert "502" in expired[0]
+    assert "Unexpected" not in result.log
 
 
 def test_force_cancel_is_sent_once_at_half_the_cancellation_window():
