@@ -277,14 +277,18 @@ def test_a_runner_acquired_after_the_cancel_request_is_reported_as_the_race():
     assert [a["outcome"] for a in attempts(result)] == [
         "runner acquired during cancellation (race)"
     ]
-    assert "acquired a runner while it was being cancelled" in result.summary
+    # the race paragraph itself, not only the error message that also names the race
+    assert "**The child acquired a runner while it was being cancelled.**" in result.summary
+    # the timeline shows the runner's arrival: cancel and proof, then execution
+    assert "    cancel and proof :" in result.summary
+    assert "    execution :" in result.summary
 
 
 def test_the_summary_has_no_race_paragraph_without_a_race():
     s = Scenario().pools(FOREVER, [], [])
     result = s.run()
     assert result.exit_code == 0
-    assert "acquired a runner while it was being cancelled" not in result.summary
+    assert "**The child acquired a runner while it was being cancelled.**" not in result.summary
 
 
 def test_a_runner_seen_at_the_fresh_read_on_the_deadline_is_no_race_and_never_cancelled():
