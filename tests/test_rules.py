@@ -152,10 +152,11 @@ def test_an_expired_cancellation_window_names_the_last_request_error():
 
 
 def test_force_cancel_is_sent_once_at_half_the_cancellation_window():
-    s, _ = stuck_cancellation()
+    s, result = stuck_cancellation()
     [(_, first), *_] = posts(s, "/cancel")
     forced = [t for _, t in posts(s, "/force-cancel")]
     assert forced == [first + timing.CANCEL_WINDOW_SECONDS / 2]
+    assert result.log.count("still not cancelled: sending force-cancel") == 1  # and it says so
 
 
 def test_no_force_cancel_when_the_cancel_lands_in_the_first_half_of_the_window():
