@@ -23,6 +23,7 @@ from runner_queue_fallback import __version__
 from runner_queue_fallback.clock import SystemClock
 from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
 from runner_queue_fallback.errors import InputErrors, RQFError
+from runner_queue_fallback.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
 from runner_queue_fallback.report import Reporter, escape_markdown
 
 if TYPE_CHECKING:
@@ -48,38 +49,8 @@ _COMMANDS = "runner_queue_fallback.commands"
 
 #: The coordinator's inputs as the runner passes them (hyphens kept); a test compares them with
 #: `inputs.COORDINATOR_INPUTS` and `action.yml`.
-_COORDINATOR_ENV = tuple(
-    f"INPUT_{name.upper()}"
-    for name in (
-        "workflow",
-        "workflow-ref",
-        "source-ref",
-        "source-sha",
-        "runner-type",
-        "queue-policy",
-        "queue-timeout-minutes",
-        "execution-timeout-minutes",
-        "admission-timeout-minutes",
-        "runners",
-        "workload",
-        "source-policy",
-        "api-version",
-        "token",
-    )
-)
-_GUARD_ENV = tuple(
-    f"INPUT_{name.upper()}"
-    for name in (
-        "request-id",
-        "parent-run-id",
-        "parent-run-attempt",
-        "source-ref",
-        "source-sha",
-        "coordinator-workflow",
-        "api-version",
-        "token",
-    )
-)
+_COORDINATOR_ENV = tuple(f"INPUT_{name.upper()}" for name in COORDINATOR_INPUTS)
+_GUARD_ENV = tuple(f"INPUT_{name.upper()}" for name in GUARD_INPUTS)
 #: What the runner tells every step: the run, the API, and the files for outputs and summary.
 _RUN_ENV = ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_API_URL")
 _FILES_ENV = ("GITHUB_SERVER_URL", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from runner_queue_fallback import timing
 from runner_queue_fallback.errors import InputError, InputErrors
 from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
+from runner_queue_fallback.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
 from runner_queue_fallback.overrides import parse_json, resolve_runners
 from runner_queue_fallback.profiles import Candidate, Profile
 
@@ -40,23 +41,6 @@ __all__ = [
     "whole_number",
 ]
 
-#: Every coordinator input, as spelled in action.yml.
-COORDINATOR_INPUTS = (
-    "workflow",
-    "workflow-ref",
-    "source-ref",
-    "source-sha",
-    "runner-type",
-    "queue-policy",
-    "queue-timeout-minutes",
-    "execution-timeout-minutes",
-    "admission-timeout-minutes",
-    "runners",
-    "workload",
-    "source-policy",
-    "api-version",
-    "token",
-)
 #: The inputs the coordinator dispatches, in the order the child workflow declares them.
 CHILD_INPUTS = (
     "request-id",
@@ -66,18 +50,6 @@ CHILD_INPUTS = (
     "source-sha",
     "runner",
     "workload",
-)
-#: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
-#: workflow file name(s), the API version and the token.
-GUARD_INPUTS = (
-    "request-id",
-    "parent-run-id",
-    "parent-run-attempt",
-    "source-ref",
-    "source-sha",
-    "coordinator-workflow",
-    "api-version",
-    "token",
 )
 
 QueuePolicy = Literal["standard", "extended"]

@@ -192,6 +192,7 @@ HELP_MODULES = {
     "runner_queue_fallback.clock",
     "runner_queue_fallback.commands",
     "runner_queue_fallback.errors",
+    "runner_queue_fallback.input_names",
     "runner_queue_fallback.report",
 }
 #: Libraries that take tens of milliseconds to import, and the profiles' TOML reader.
