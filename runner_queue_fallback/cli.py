@@ -11,6 +11,7 @@ unexpected ones keep their traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib
 import os
 import random
@@ -127,8 +128,13 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+@functools.cache
 def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
-    """Every subcommand by name and help; the flags of the chosen one only."""
+    """Every subcommand by name and help; the flags of the chosen one only.
+
+    Built once per subcommand: argparse looks up a translation catalogue (a dozen `stat` calls)
+    for every help string, which made building it cost more than a simulated run's requests.
+    """
     parser = argparse.ArgumentParser(
         prog="runner-queue-fallback",
         description="Run a one-job child workflow on the first runner pool that gives it a runner.",

@@ -6,6 +6,7 @@ discovery: a profile says which pools to try and in what order, never whether on
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import tomllib
@@ -189,13 +190,16 @@ def load_profiles(directory: Path | None = None) -> Mapping[str, Profile]:
 
 
 def _load_one(path: Path) -> Profile:
+    return _parse(path.name, path.stem, path.read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(name: str, stem: str, text: str) -> Profile:
+    """One profile file's text, validated; kept by content, as the fuzzers load them per run."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        profile = Profile.model_validate(data)
+        profile = Profile.model_validate(tomllib.loads(text))
     except (tomllib.TOMLDecodeError, ValidationError) as exc:
-        raise ProfileError(f"{path.name}: {exc}") from exc
-    if profile.runner_type != path.stem:
-        raise ProfileError(
-            f"{path.name}: runner-type {profile.runner_type!r} must match the file name"
-        )
+        raise ProfileError(f"{name}: {exc}") from exc
+    if profile.runner_type != stem:
+        raise ProfileError(f"{name}: runner-type {profile.runner_type!r} must match the file name")
     return profile

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import requests
 import responses
 from githubkit import GitHub
 from githubkit.exception import RequestError, RequestFailed
 
+from runner_queue_fallback import cli
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.sim import Fault, FaultPlan
+from runner_queue_fallback.sim.transport import DirectSession
+from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.simulation import SOURCE_REF, run_coordinator, standard_world
 from tests.test_sim_support import AUTH, REPO, advance_to, child_inputs, make_world
 
 OWNER, NAME = "octo-org", "octo-repo"
+NONCE = re.compile(r"(rqf-[\w-]+-)[0-9a-f]{8}\b")
 
 
 def test_githubkit_drives_the_loopback_server():
@@ -90,3 +97,41 @@ def test_responses_callbacks_share_the_same_handler():
             requests.get(f"{base}/actions/runs/4242/jobs", headers=AUTH, timeout=5)
         assert requests.get(f"{base}/nope", headers=AUTH, timeout=5).status_code == 404
     assert [e.status for e in world.ledger] == [200, None, 404]
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [(), (Fault("timeout", count=2), Fault("status", status=502, count=2, path=r"/jobs$"))],
+    ids=["nominal", "faults"],
+)
+def test_the_direct_session_serves_a_run_exactly_as_requests_does(faults):
+    """The fuzzers' shortcut past requests' preparation changes nothing the coordinator sees."""
+
+    def run(*, direct: bool) -> tuple[str, ...]:
+        clock = FakeClock()
+        world = FakeGitHub(clock, faults=FaultPlan(list(faults)), direct=direct)
+        world, sha = standard_world(clock, world)
+        world.add_pool("nv-cpu-general", "linux-amd64-cpu16", busy=[(0.0, 10.0**9)])
+        world.add_pool("nv-cpu-general", "linux-amd64-cpu8")
+        inputs = {
+            "workflow": "runner-worker.yml",
+            "workflow-ref": "main",
+            "source-ref": SOURCE_REF,
+            "source-sha": sha,
+            "runner-type": "cpu",
+            "queue-timeout-minutes": "1",
+        }
+        result = run_coordinator(world, clock, inputs, main=cli.main)
+        ledger = "\n".join(f"{e.time} {e.method} {e.path} {e.status}" for e in world.ledger)
+        # Request ids end in a random nonce, different in any two runs.
+        return tuple(NONCE.sub("<nonce>", text) for text in (result.log, result.post_log, ledger))
+
+    through_requests = run(direct=False)
+    assert "linux-amd64-cpu8" in through_requests[0]  # the run fell back, so it went far enough
+    assert run(direct=True) == through_requests
+
+
+def test_the_direct_session_refuses_what_it_does_not_implement():
+    session = DirectSession(make_world())
+    with pytest.raises(TypeError, match="params"):
+        session.request("GET", f"https://api.github.test{REPO}/actions/runs", params={"a": "1"})

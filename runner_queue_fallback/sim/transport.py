@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as _json
 import re
 import threading
 from collections.abc import Mapping
@@ -19,7 +20,7 @@ from runner_queue_fallback.sim.reply import Reply
 if TYPE_CHECKING:
     import responses
 
-__all__ = ["LoopbackServer", "SimAdapter", "make_session", "register"]
+__all__ = ["DirectSession", "LoopbackServer", "SimAdapter", "make_session", "register"]
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD")
 
@@ -73,22 +74,65 @@ class SimAdapter(BaseAdapter):
         reply = self.world.handle(
             request.method or "GET", _relative(url), dict(request.headers), _body(request.body)
         )
-        if reply.error == "timeout":
-            raise requests.exceptions.ReadTimeout(f"simulated timeout: {url}", request=request)
-        if reply.error == "connection":
-            raise requests.exceptions.ConnectionError(f"simulated drop: {url}", request=request)
-        response = requests.Response()
-        response.status_code = reply.status
-        response.headers = CaseInsensitiveDict(reply.headers)
-        response._content = reply.body  # noqa: SLF001 (how requests' own adapters fill a Response)
-        response.url = url
-        response.request = request
-        response.reason = _reason(reply.status)
-        response.encoding = "utf-8"
-        return response
+        return _response(reply, url, request)
 
     def close(self) -> None:
         """Nothing to release."""
+
+
+def _response(reply: Reply, url: str, request: requests.PreparedRequest) -> requests.Response:
+    """The fake's reply as requests builds one, or the exception requests would raise."""
+    if reply.error == "timeout":
+        raise requests.exceptions.ReadTimeout(f"simulated timeout: {url}", request=request)
+    if reply.error == "connection":
+        raise requests.exceptions.ConnectionError(f"simulated drop: {url}", request=request)
+    response = requests.Response()
+    response.status_code = reply.status
+    response.headers = CaseInsensitiveDict(reply.headers)
+    response._content = reply.body  # noqa: SLF001 (how requests' own adapters fill a Response)
+    response.url = url
+    response.request = request
+    response.reason = _reason(reply.status)
+    response.encoding = "utf-8"
+    return response
+
+
+class DirectSession(requests.Session):
+    """A session that hands the fake each request as the client sends it, skipping `prepare`.
+
+    For runs by the thousand (the fuzzers): requests' preparation of a request (cookies, URL
+    parsing, header checks, environment) costs more than the fake's reply. Only what our client
+    sends is supported: a full URL, headers, an optional JSON body; the fake never redirects.
+    Everything else goes through `make_session`, which keeps requests' whole path under test.
+    """
+
+    def __init__(self, world: Handler) -> None:
+        """Serve every request with `world.handle` (looked up per request, so wrappers apply)."""
+        super().__init__()
+        self.world = world
+
+    def request(  # type: ignore[override]  # the keywords our client passes, not requests' all
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        json: object = None,
+        **ignored: object,
+    ) -> requests.Response:
+        """Serve one request; `timeout` and `allow_redirects` do not apply to an in-process fake."""
+        if set(ignored) - {"timeout", "allow_redirects"}:
+            raise TypeError(f"DirectSession does not support {sorted(ignored)}")
+        sent = {str(k): str(v) for k, v in self.headers.items()} | dict(headers or {})
+        body = b""
+        if json is not None:
+            body = _json.dumps(json, allow_nan=False).encode()
+            sent["Content-Type"] = "application/json"
+        request = requests.PreparedRequest()
+        request.method, request.url, request.body = method.upper(), url, body or None
+        request.headers = CaseInsensitiveDict(sent)
+        reply = self.world.handle(method.upper(), _relative(url), sent, body)
+        return _response(reply, url, request)
 
 
 def _reason(status: int) -> str:

@@ -120,10 +120,13 @@ class FakeGitHub(ActionsModel):
         secondary: SecondaryLimits | None = None,
         etags: ETagPolicy = "stable",
         api_versions: frozenset[str] = API_VERSIONS,
+        direct: bool = False,
     ) -> None:
         """Build an empty repository; add refs, workflows, pools and the parent run next.
 
         `api_versions`: the REST API versions the server has (`OLDER_SERVER`: no 2026-03-10).
+        `direct`: `session()` skips requests' preparation of each request (`DirectSession`), for
+        runs by the thousand; the default keeps requests' whole path under test.
         """
         super().__init__(
             clock,
@@ -144,6 +147,7 @@ class FakeGitHub(ActionsModel):
         self.etags: ETagPolicy = etags
         self.path_with_ref = path_with_ref
         self.api_versions = frozenset(api_versions)
+        self.direct = direct
         self.ledger: list[LedgerEntry] = []
         epoch = clock.now() - timedelta(seconds=clock.monotonic())
         self.render = Renderer(repository, self.api_url, self.server_url, epoch)
@@ -157,9 +161,12 @@ class FakeGitHub(ActionsModel):
 
     def session(self) -> requests.Session:
         """A `requests.Session` whose requests to `api_url` are served by this fake in-process."""
-        from runner_queue_fallback.sim.transport import make_session  # noqa: PLC0415 (cycle)
+        from runner_queue_fallback.sim.transport import (  # noqa: PLC0415 (cycle)
+            DirectSession,
+            make_session,
+        )
 
-        return make_session(self)
+        return DirectSession(self) if self.direct else make_session(self)
 
     def register(self, rsps: responses.RequestsMock) -> None:
         """Serve every request to `api_url` through `rsps` (`responses`' `add_callback`)."""
