@@ -197,7 +197,7 @@ def _phases(a: Attempt) -> list[tuple[str, float, float]]:
         phases.append(("queue wait", a.queued_at, left if left is not None else end))
     cancelled = left is not None and (a.allocated_at is None or a.allocated_at > left)
     if cancelled and left is not None and left < end:
-        phases.append(("cancel and proof", left, a.allocated_at or end))
+        phases.append(("cancel and proof", left, end if a.allocated_at is None else a.allocated_at))
     if a.allocated_at is not None:
         phases.append(("execution", a.allocated_at, end))
     return [(label, begin, max(begin, stop)) for label, begin, stop in phases]

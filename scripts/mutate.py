@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import fcntl
 import hashlib
 import json
 import os
@@ -518,8 +519,10 @@ def run_tests(tree: Path, tests: list[str], timeout: float) -> str:
                 os.dup2(devnull, 2)
             os.chdir(tree)
             sys.path.insert(0, str(tree))
-            os.environ["PYTHONDONTWRITEBYTECODE"] = "1"
-            sys.dont_write_bytecode = True
+            # Bytecode is cached in the copy (the tests and the unmutated modules compile once);
+            # `_write` drops the mutated module's, whose stamp could not tell two mutants apart.
+            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+            sys.dont_write_bytecode = False
             import pytest  # noqa: PLC0415
 
             args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-x", "-q", "-o", "addopts="]
@@ -573,12 +576,13 @@ def run_module(
 ) -> dict[str, str]:
     source_digest = _digest([module_path(module)])
     stored = results.get(module, {})
-    if (
-        stored.get("source") != source_digest
-        or stored.get("tests") != mapping["digest"]
-        or args.fresh
-    ):
+    if stored.get("source") != source_digest or args.fresh:
         stored = {"source": source_digest, "tests": mapping["digest"], "mutants": {}}
+    elif stored.get("tests") != mapping["digest"]:
+        # New or changed tests can kill more, never fewer (a removed test is the one exception:
+        # --fresh then): what was killed stays killed, survivors run again.
+        kept = {k: s for k, s in stored["mutants"].items() if s != "survived"}
+        stored = {"source": source_digest, "tests": mapping["digest"], "mutants": kept}
     results[module] = stored
     done: dict[str, str] = stored["mutants"]
     original = (tree / PACKAGE / module).read_text()
@@ -590,7 +594,7 @@ def run_module(
         for number, mutant in enumerate(mutants, start=1):
             if mutant.key in done and not (args.retry_survivors and done[mutant.key] == "survived"):
                 continue
-            (tree / PACKAGE / module).write_text(mutated_source(mutant))
+            _write(tree / PACKAGE / module, mutated_source(mutant))
             tests = args.tests or tests_for(mutant, mapping["calls"], used)
             status = run_tests(tree, tests, args.timeout) if tests else "survived"
             stage = "quick"
@@ -606,22 +610,35 @@ def run_module(
                 )
             else:
                 print(mark, end="", flush=True)
-            _save(results)
+            _save(results, module)
     finally:
-        (tree / PACKAGE / module).write_text(original)
-        _save(results)
+        _write(tree / PACKAGE / module, original)
+        _save(results, module)
     print()
     keys = {m.key for m in mutants}
     return {k: v for k, v in done.items() if k in keys}
 
 
-def _save(results: dict[str, Any]) -> None:
+def _write(path: Path, source: str) -> None:
+    """Write a module's source in the copy and drop its bytecode (stamped to the second only)."""
+    path.write_text(source)
+    for cached in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+        cached.unlink()
+
+
+def _save(results: dict[str, Any], module: str) -> None:
+    """Store `module`'s results, keeping what other runs (on other modules) stored meanwhile."""
     if results.get("_volatile"):
         return
     STATE.mkdir(exist_ok=True)
-    tmp = STATE / "results.json.tmp"
-    tmp.write_text(json.dumps(results, indent=1, sort_keys=True))
-    tmp.replace(STATE / "results.json")
+    with (STATE / "results.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        path = STATE / "results.json"
+        merged = json.loads(path.read_text()) if path.exists() else {}
+        merged[module] = results[module]
+        tmp = STATE / "results.json.tmp"
+        tmp.write_text(json.dumps(merged, indent=1, sort_keys=True))
+        tmp.replace(path)
 
 
 def report(outcomes: dict[str, dict[str, str]], min_score: float) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 from runner_queue_fallback import cli, timing
 from runner_queue_fallback.sequence.queue import next_interval
@@ -304,3 +305,26 @@ def test_the_post_step_reads_nothing_when_the_main_step_saw_its_child_end():
     assert result.exit_code == 0, result.log
     assert "confirmed child run" in result.post_log
     assert len(with_post.world.ledger) == len(without_post.world.ledger)
+
+
+def test_a_quota_known_spent_at_the_queue_deadline_is_waited_out_before_the_fresh_read():
+    """The last poll's reply says 0 left: the fresh read and the cancel wait for the reset.
+
+    Sending them inside the window would only be refused: the cancellation window would close
+    with nothing proven. After the reset the child gets a whole window and the run falls back.
+    """
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    s.world.etags = "every-read"  # every poll counts: the poll at the deadline spends the last two
+    s.world._at(600.0, lambda: s.world.spend_quota(s.world.quota - s.world._quota_used() - 2))
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    deadline = timing.STARTUP_FIRST_CHECK_SECONDS + 600.0
+    assert "the fresh read and the cancel wait" in result.log
+    assert refused(s) == [], "nothing was sent that could only be refused"
+    assert [e.time for e in coordinator_requests(s, deadline + 1, RESET)] == []
+    [cancel] = s.cancels()
+    assert RESET <= cancel <= RESET + 5
+    first, second = children(s.world)
+    assert (first.conclusion, second.conclusion) == ("cancelled", "success")
+    [waited] = re.findall(r"(\d+)s waited for a spent quota", result.log)
+    assert RESET - deadline - 5 <= int(waited) <= RESET - deadline + 5

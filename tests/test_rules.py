@@ -194,6 +194,39 @@ def test_the_queue_wait_ends_at_the_first_poll_that_sees_a_runner():
     assert last_read <= kid.completed_at + timing.EXECUTION_POLL_SECONDS
 
 
+def parent_reads(s: Scenario) -> list[float]:
+    return [
+        e.time
+        for e in s.world.ledger
+        if e.method == "GET" and e.path.endswith(f"/actions/runs/{PARENT_RUN_ID}")
+    ]
+
+
+def test_the_poll_that_first_sees_a_runner_checks_the_parent_and_source_at_once():
+    """Something moved: the checks kept for every 15 minutes of a still queue are due now."""
+    s = Scenario(workload=Workload(duration=200.0)).pools([(0.0, 100.0)], [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    [kid] = children(s.world)
+    assert kid.allocated_at is not None
+    seen = next(t for _, t in run_reads(s, kid.run_id) if t >= kid.allocated_at)
+    assert seen < timing.QUEUE_CHECKS_SECONDS, "the scenario sees the runner before 15 min"
+    assert seen in parent_reads(s)
+    assert seen in [e.time for e in s.world.ledger if "/git/ref/" in e.path]
+
+
+def test_a_poll_landing_exactly_15_minutes_after_the_last_check_checks_again():
+    """20.25 min of queue: polls land at 255, 495, 735 and 900 s; the one at 900 s is due."""
+    s = Scenario().pools(FOREVER, [], [])
+    s.inputs["queue-timeout-minutes"] = "20.25"
+    result = s.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    [first, *_] = children(s.world)
+    polls = [t for _, t in run_reads(s, first.run_id)]
+    assert timing.QUEUE_CHECKS_SECONDS in polls
+    assert timing.QUEUE_CHECKS_SECONDS in parent_reads(s)
+
+
 def test_while_queued_the_parent_is_read_every_15_minutes():
     s = Scenario().pools(FOREVER, [], [])
     s.inputs["queue-timeout-minutes"] = "60"
@@ -351,3 +384,16 @@ def test_the_post_step_searches_for_a_lost_dispatch_from_5_minutes_before_it(tmp
     assert code == 0
     assert f"Found run {run_id}" in log
     assert world.history[run_id].conclusion == "cancelled"
+
+
+def test_executing_rounds_say_how_long_since_the_dispatch():
+    """The first child is dispatched at virtual second 0: a time of 0 is still a time."""
+    s = Scenario(workload=Workload(duration=200.0)).pools([], [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    since = [
+        int(n) for n in re.findall(r"Executing round \d+, .*?; (\d+)s since dispatch", result.log)
+    ]
+    assert len(since) >= 2
+    assert since[0] >= timing.STARTUP_FIRST_CHECK_SECONDS
+    assert since[1] - since[0] == timing.EXECUTION_POLL_SECONDS

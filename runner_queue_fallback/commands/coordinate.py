@@ -32,9 +32,10 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
         settle()  # a late signal must not cut the outputs and the summary short
         publish(result, reporter)
     stats = client.stats
+    waited = f"; {stats.quota_waited:.0f}s waited for a spent quota" if stats.quota_waited else ""
     reporter.log(
         f"API requests: {stats.sent} sent, {stats.not_modified} answered 304 (free), "
-        f"{stats.counted} counted against the rate limit"
+        f"{stats.counted} counted against the rate limit{waited}"
     )
     return EXIT_OK if result.success else EXIT_FAILED
 

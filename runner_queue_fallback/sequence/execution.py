@@ -69,7 +69,7 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
             raise execution_timeout(seq, attempt)
         wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
         round_number += 1
-        since = now - (attempt.dispatched_at or now)
+        since = 0.0 if attempt.dispatched_at is None else now - attempt.dispatched_at
         seq.report.log(
             f"Executing round {round_number}, {seq.candidate_text(attempt)}: child "
             f"{attempt.run_id} {observation.state()}; {seconds(since)} since dispatch, "
