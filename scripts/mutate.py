@@ -490,6 +490,10 @@ def tests_for(mutant: Mutant, calls: dict[str, list[str]], used: dict[str, set[s
     for function, names in used.items():
         if name in names:
             readers.update(dict.fromkeys(calls.get(function, [])))
+    if not readers:  # read only at import time (another constant, a default): the module's tests
+        for function, tests in calls.items():
+            if function.startswith(f"{mutant.module}:"):
+                readers.update(dict.fromkeys(tests))
     return list(readers)
 
 

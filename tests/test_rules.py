@@ -16,8 +16,11 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings, Workload
+from runner_queue_fallback.sim.reply import Reply
+from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun
 from tests.invariants import children, dispatch_posts
+from tests.outside import Tamper, child_run_id, json_body, with_json
 from tests.test_cleanup import busy_world, post_step
 from tests.test_coordinator import FOREVER, Scenario, attempts
 from tests.test_guard import dispatch_child, guard_environ, make_world, run_guard
@@ -149,6 +152,45 @@ def test_an_expired_cancellation_window_names_the_last_request_error():
     assert "last request error: " in expired[0]
     assert "502" in expired[0]
     assert "Unexpected" not in result.log
+
+
+def test_an_expired_cancellation_window_names_a_failed_force_cancel():
+    """The cancel is ignored and the force-cancel fails: the expiry names the force-cancel."""
+    s = Scenario(timings=Timings(cancel_delay=NEVER, force_cancel_delay=NEVER)).pools(
+        FOREVER, [], []
+    )
+    s.world.inject(Fault("status", status=500, path=r"/force-cancel$", count=10))
+    result = s.run(post_step=False)
+    expired = [line for line in result.log.splitlines() if "was not confirmed within" in line]
+    assert expired, result.log
+    assert "last request error: " in expired[0]
+    assert "force-cancel" in expired[0].split("last request error: ", 1)[1]
+
+
+def test_a_child_ending_other_than_cancelled_during_the_proof_stops_at_the_read_that_shows_it():
+    """Completed but not cancelled (here: reported as failure) is no proof: stop there, no fallback,
+    rather than poll out the rest of the window."""
+
+    def failure_not_cancelled(method: str, path: str, reply: Reply, world: FakeGitHub):
+        body = json_body(reply)
+        if method != "GET" or child_run_id(path, world) is None or not isinstance(body, dict):
+            return None
+        if body.get("conclusion") != "cancelled":
+            return None
+        return with_json(reply, {**body, "conclusion": "failure"})
+
+    s = Scenario(timings=Timings(cancel_delay=10.0)).pools(FOREVER, [], [])
+    Tamper(s.world, [failure_not_cancelled], keep_304=True).install()
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1
+    [kid] = children(s.world)
+    [(cancel_seq, cancel), *_] = posts(s, "/cancel")
+    reads = [t for seq, t in run_reads(s, kid.run_id) if seq > cancel_seq]
+    assert kid.completed_at is not None
+    assert reads[-1] - kid.completed_at <= timing.CANCEL_POLL_SECONDS
+    assert reads[-1] < cancel + timing.CANCEL_WINDOW_SECONDS / 2
+    assert "failure" in result.log.split("::error", 1)[1].splitlines()[0]
 
 
 def test_force_cancel_is_sent_once_at_half_the_cancellation_window():
