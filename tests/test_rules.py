@@ -12,13 +12,15 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
-from runner_queue_fallback import timing
+from runner_queue_fallback import cli, timing
+from runner_queue_fallback import coordinator as coordinator_module
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.sequence import startup as startup_module
 from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings, Workload
 from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun
+from runner_queue_fallback.sim.world import OLDER_SERVER, FakeGitHub
+from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, run_coordinator
 from tests.invariants import children, dispatch_posts
 from tests.outside import Tamper, child_run_id, json_body, with_json
 from tests.test_cleanup import busy_world, post_step
@@ -439,3 +441,115 @@ def test_executing_rounds_say_how_long_since_the_dispatch():
     assert len(since) >= 2
     assert since[0] >= timing.STARTUP_FIRST_CHECK_SECONDS
     assert since[1] - since[0] == timing.EXECUTION_POLL_SECONDS
+
+
+# -- every ending reports what it did: cleanup, traceback, timeline, plan, API version --------
+
+
+def test_after_a_sigterm_the_main_step_itself_cancels_the_child_within_the_budget():
+    """Not left to the post step: the signal's own cleanup sends the cancel inside the grace."""
+    s = Scenario(timings=Timings(cancel_delay=3.0)).pools(FOREVER, [], [])
+    result = s.run(interrupt_at=215.0, post_step=False)
+    assert result.exit_code == 1
+    [(_, cancel), *_] = posts(s, "/cancel")
+    assert 215.0 <= cancel <= 215.0 + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
+
+
+def test_a_cleanup_that_itself_fails_names_the_child_it_left_unconfirmed(monkeypatch):
+    """Any exception in the cleanup: the result still says which child may be running."""
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("cleanup exploded")
+
+    monkeypatch.setattr(coordinator_module, "cancel_and_confirm", broken)
+    s = Scenario().pools(FOREVER, [], [])
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=100.0)
+    s.inputs["queue-timeout-minutes"] = "60"
+    result = run_coordinator(s.world, s.clock, s.inputs, main=cli.main, post_step=False)
+    [kid] = children(s.world)
+    assert result.exit_code == 1
+    assert "The cleanup failed: RuntimeError: cleanup exploded" in result.log
+    cleanup = next(line for line in result.summary.splitlines() if line.startswith("**Cleanup:**"))
+    assert str(kid.run_id) in cleanup
+    assert "NOT confirmed" in cleanup
+    assert result.state["child-run-id"] == str(kid.run_id), "the post step can still find it"
+
+
+def test_an_unexpected_exception_leaves_its_traceback_in_the_log(monkeypatch):
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("startup exploded")
+
+    monkeypatch.setattr(startup_module, "wait_for_startup", broken)
+    s = Scenario().pools([], [], [])
+    result = run_coordinator(s.world, s.clock, s.inputs, main=cli.main, post_step=False)
+    assert result.exit_code == 1
+    assert "Traceback (most recent call last):" in result.log
+    assert "RuntimeError: startup exploded" in result.log
+    assert [a["outcome"] for a in attempts(result)] != []
+
+
+def test_a_fallen_back_attempt_ends_in_the_timeline_when_its_proof_ended():
+    """Attempt 1: queue wait 15-615 s, cancel and proof 615-620 s, then attempt 2 starts."""
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    result = s.run()
+    assert result.exit_code == 0
+    second = dispatch_posts(s.world)[1]
+    assert f"cancel and proof :615, {second:.0f}" in result.summary
+
+
+def test_a_queue_wait_ended_by_an_error_reports_how_long_it_waited():
+    """The parent is cancelled while queued: the wait is reported up to the error, not as '-'."""
+    s = Scenario().pools(FOREVER, [], [])
+    s.inputs["queue-timeout-minutes"] = "60"
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=200.0)
+    result = s.run()
+    assert result.exit_code == 1
+    [entry] = attempts(result)
+    [(_, cancel), *_] = posts(s, "/cancel")
+    queued = timing.STARTUP_FIRST_CHECK_SECONDS
+    assert entry["queued-seconds"] == cancel - queued
+    assert f"| {cancel - queued:.0f} s |" in result.summary
+
+
+def test_the_summary_lists_every_candidate_of_the_plan_and_the_ones_not_tried():
+    s = Scenario().pools([], [], [])
+    result = s.run()
+    assert result.exit_code == 0
+    rows = [
+        line for line in result.summary.splitlines() if line.startswith("| ") and "min |" in line
+    ]
+    assert len(rows) == 3
+    assert [row.endswith("| not tried |") for row in rows] == [False, True, True]
+
+
+def test_the_summary_names_the_rest_api_version_the_run_used():
+    s = Scenario().pools([], [], [])
+    s.world.api_versions = OLDER_SERVER
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert "GitHub REST API version: 2022-11-28" in result.summary
+
+
+def test_the_parent_check_before_the_first_dispatch_is_logged():
+    s = Scenario().pools([], [], [])
+    result = s.run()
+    logged = result.log.index(f"Parent run {PARENT_RUN_ID} attempt 1 is active")
+    assert logged < result.log.index("dispatched to")
+
+
+def test_a_server_that_keeps_refusing_before_dispatch_ends_with_no_child():
+    """Quota refused with a reset already past, read after read: bounded, and nothing dispatched."""
+    s = Scenario().pools([], [], [])
+    s.world.inject(
+        Fault(
+            "primary_rate_limit",
+            path=rf"/actions/runs/{PARENT_RUN_ID}$",
+            retry_after=0,
+            count=10_000,
+        )
+    )
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "Before dispatching candidate 1: GET" in result.log
+    assert len(s.world.ledger) < 100
