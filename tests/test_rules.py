@@ -553,3 +553,47 @@ def test_a_server_that_keeps_refusing_before_dispatch_ends_with_no_child():
     assert dispatch_posts(s.world) == []
     assert "Before dispatching candidate 1: GET" in result.log
     assert len(s.world.ledger) < 100
+
+
+# -- execution: booked from GitHub's allocation time --------------------------------------------
+
+
+def test_the_observed_queue_wait_and_the_execution_start_at_githubs_allocation_time():
+    """A runner frees at 100 s; the poll that sees it comes later, the books say 100 s (+1 s:
+    GitHub writes whole seconds and the later end is taken)."""
+    s = Scenario(workload=Workload(duration=300.0)).pools([(0.0, 100.0)], [], [])
+    result = s.run()
+    assert result.exit_code == 0
+    [kid] = children(s.world)
+    assert kid.allocated_at == 100.0
+    queued = timing.STARTUP_FIRST_CHECK_SECONDS
+    [entry] = attempts(result)
+    assert kid.allocated_at - queued <= entry["queued-seconds"] <= kid.allocated_at - queued + 1
+    assert f"queue wait :{queued:.0f}, 101" in result.summary
+    assert "execution :101, " in result.summary
+
+
+def test_an_execution_stopped_by_the_parent_ends_as_runner_allocated():
+    s = Scenario(workload=Workload(duration=1200.0)).pools([], [], [])
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=300.0)
+    result = s.run()
+    assert result.exit_code == 1
+    assert [a["outcome"] for a in attempts(result)] == ["runner allocated"]
+
+
+def test_a_child_ending_runnerless_before_the_deadline_read_shows_no_execution():
+    """Someone else cancels the queued child at 610 s: the deadline's read finds it over. It
+    waited the whole queue deadline and never ran: no execution bar in the timeline."""
+    s = Scenario().pools(FOREVER, [], [])
+
+    def someone_cancels() -> None:
+        s.world.request_cancel(children(s.world)[0].run_id)
+
+    s.world._at(610.0, someone_cancels)
+    result = s.run()
+    assert result.exit_code == 1
+    [entry] = attempts(result)
+    assert entry["queued-seconds"] == 600.0
+    assert "execution :" not in result.summary
+    assert entry["outcome"] == "run cancelled, worker cancelled"
+    assert "Unexpected" not in result.log

@@ -30,7 +30,7 @@ def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -
     if attempt.queue_left_at is None:
         attempt.queue_left_at = max(started, attempt.queued_at)
     attempt.outcome = "runner allocated"
-    if attempt.allocated_at is None:
+    if attempt.allocated_at is None and observation.has_evidence:  # a child may end runnerless
         attempt.allocated_at = started
     if observation.has_evidence:
         seq.report.log(
@@ -42,13 +42,16 @@ def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -
 
 def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now: float) -> float:
     """When the runner was allocated, on the monotonic clock, from the job's `started_at`."""
+    if not observation.has_evidence:
+        return now  # this very read showed no runner
     job = observation.job
-    if not observation.has_evidence or job is None or job.started_at is None:
+    if job is None or job.started_at is None:
         return now
     # GitHub writes whole seconds: the allocation came up to a second after `started_at`, and
     # the later end is taken so that the timeout never fires early.
     ago = (seq.clock.now() - job.started_at).total_seconds() - 1.0
-    floor = max(seq.last_queued_read or 0.0, attempt.dispatched_at or 0.0)
+    reads = (seq.last_queued_read, attempt.dispatched_at)  # the runner came after both
+    floor = max((t for t in reads if t is not None), default=now - ago)
     return min(now, max(floor, now - ago))
 
 
