@@ -8,6 +8,7 @@ and that no other test noticed.
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 from runner_queue_fallback import cli, timing
 from runner_queue_fallback import coordinator as coordinator_module
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.guard import PARENT, REQUEST, SOURCE, Guard, GuardResult
 from runner_queue_fallback.sequence import startup as startup_module
 from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings, Workload
@@ -597,3 +599,102 @@ def test_a_child_ending_runnerless_before_the_deadline_read_shows_no_execution()
     assert "execution :" not in result.summary
     assert entry["outcome"] == "run cancelled, worker cancelled"
     assert "Unexpected" not in result.log
+
+
+# -- the guard: fails closed, says what it saw ---------------------------------------------------
+
+GUARD_PARENT = 4242
+
+
+def guard_log(world, clock, environ) -> tuple[GuardResult, str]:
+    log = io.StringIO()
+    return run_guard(world, clock, environ, log), log.getvalue()
+
+
+def test_the_guard_refuses_a_request_id_naming_another_parent_run():
+    """The run-name matches the request id, but the id was made for another parent run."""
+    clock = FakeClock()
+    world = make_world(clock)
+    other = "rqf-999-1-1-abcd0123"
+    run_id = dispatch_child(world, request_id=other)
+    result, _ = guard_log(world, clock, guard_environ(world, run_id, **{"INPUT_REQUEST-ID": other}))
+    assert not result.passed
+    assert result.refusal is not None
+    assert result.refusal.check == REQUEST
+    assert "names parent run 999 attempt 1" in result.refusal.observed
+
+
+def test_a_check_raising_anything_unexpected_refuses_the_workload(monkeypatch):
+    def broken(_self):
+        raise RuntimeError("source check exploded")
+
+    monkeypatch.setattr(Guard, "_check_source", broken)
+    clock = FakeClock()
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    result, _ = guard_log(world, clock, guard_environ(world, run_id))
+    assert not result.passed
+    assert result.refusal is not None
+    assert result.refusal.check == SOURCE
+    assert result.refusal.observed == "unexpected RuntimeError: source check exploded"
+
+
+def test_the_guard_logs_each_check_that_holds_with_what_it_saw():
+    clock = FakeClock()
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    result, log = guard_log(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    for check in result.checks:
+        assert f"Guard: {check.name} holds ({check.observed})" in log
+
+
+def test_the_guard_says_it_waits_for_its_own_run_to_become_visible():
+    clock = FakeClock()
+    world = make_world(clock, visibility=7.0)
+    run_id = dispatch_child(world)
+    result, log = guard_log(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    assert f"Own run {run_id} not visible yet (HTTP 404)" in log
+
+
+def test_the_guard_expects_a_parent_of_the_named_coordinator_workflow():
+    clock = FakeClock()
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+    environ = guard_environ(world, run_id, **{"INPUT_COORDINATOR-WORKFLOW": "release.yml"})
+    result, _ = guard_log(world, clock, environ)
+    assert result.refusal is not None
+    assert result.refusal.check == PARENT
+    assert result.refusal.expected.endswith(
+        "a run of release.yml, started before this child was created"
+    )
+
+
+def test_a_finished_parent_is_refused_showing_only_what_was_observed():
+    clock = FakeClock()
+    world = make_world(clock)
+    world.finish_parent(GUARD_PARENT, "cancelled")
+    run_id = dispatch_child(world)
+    result, _ = guard_log(world, clock, guard_environ(world, run_id))
+    assert result.refusal is not None
+    assert result.refusal.observed == "status 'completed' conclusion 'cancelled'"
+
+
+def test_a_child_created_before_its_parent_attempt_started_is_refused_with_both_times():
+    """The parent was re-run after this child was dispatched: it cannot be this attempt's child."""
+    clock = FakeClock()
+    world = make_world(clock)
+    request = f"rqf-{GUARD_PARENT}-2-1-abcd0123"
+    run_id = dispatch_child(world, request_id=request)
+    clock.sleep(10.0)
+    world.rerun_parent(GUARD_PARENT)
+    environ = guard_environ(
+        world, run_id, **{"INPUT_REQUEST-ID": request, "INPUT_PARENT-RUN-ATTEMPT": "2"}
+    )
+    result, _ = guard_log(world, clock, environ)
+    assert result.refusal is not None
+    assert result.refusal.check == PARENT
+    assert result.refusal.observed.endswith(
+        "attempt started 2026-11-02T09:00:10+00:00, this child created 2026-11-02T09:00:00+00:00"
+    )
