@@ -24,7 +24,7 @@ from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, run_coordinator
 from tests.invariants import children, dispatch_posts
-from tests.outside import Tamper, child_run_id, json_body, with_json
+from tests.outside import Tamper, child_run_id, json_body, lag_rule, with_json
 from tests.test_cleanup import busy_world, post_step
 from tests.test_coordinator import FOREVER, Scenario, attempts
 from tests.test_guard import dispatch_child, guard_environ, make_world, run_guard
@@ -432,17 +432,24 @@ def test_the_post_step_searches_for_a_lost_dispatch_from_5_minutes_before_it(tmp
     assert world.history[run_id].conclusion == "cancelled"
 
 
-def test_executing_rounds_say_how_long_since_the_dispatch():
-    """The first child is dispatched at virtual second 0: a time of 0 is still a time."""
-    s = Scenario(workload=Workload(duration=200.0)).pools([], [], [])
+def test_executing_rounds_are_numbered_from_1_and_say_how_long_since_their_dispatch():
+    """Second candidate, dispatched at 620 s: its rounds count from 1 and from its own dispatch
+    (and the first child, dispatched at virtual second 0, counts from 0 too)."""
+    s = Scenario(workload=Workload(duration=200.0)).pools(FOREVER, [], [])
     result = s.run(post_step=False)
     assert result.exit_code == 0, result.log
-    since = [
-        int(n) for n in re.findall(r"Executing round \d+, .*?; (\d+)s since dispatch", result.log)
-    ]
-    assert len(since) >= 2
-    assert since[0] >= timing.STARTUP_FIRST_CHECK_SECONDS
-    assert since[1] - since[0] == timing.EXECUTION_POLL_SECONDS
+    rounds = re.findall(
+        r"Executing round (\d+), candidate (\d)/3 .*?; (\d+)s since dispatch", result.log
+    )
+    assert [(n, c) for n, c, _ in rounds[:3]] == [("1", "2"), ("2", "2"), ("3", "2")]
+    second = dispatch_posts(s.world)[1]
+    first_poll = min(t for _, t in run_reads(s, children(s.world)[1].run_id))
+    assert int(rounds[0][2]) == round(first_poll - second)
+    assert int(rounds[1][2]) - int(rounds[0][2]) == timing.EXECUTION_POLL_SECONDS
+    s = Scenario(workload=Workload(duration=200.0)).pools([], [], [])
+    first_child = s.run(post_step=False)
+    since = re.findall(r"Executing round 1, .*?; (\d+)s since dispatch", first_child.log)
+    assert since == [str(round(timing.STARTUP_FIRST_CHECK_SECONDS))]
 
 
 # -- every ending reports what it did: cleanup, traceback, timeline, plan, API version --------
@@ -698,3 +705,19 @@ def test_a_child_created_before_its_parent_attempt_started_is_refused_with_both_
     assert result.refusal.observed.endswith(
         "attempt started 2026-11-02T09:00:10+00:00, this child created 2026-11-02T09:00:00+00:00"
     )
+
+
+def test_a_conclusion_still_missing_at_the_execution_deadline_gets_one_settling_window():
+    """The job ends just before the deadline, the run's report lags and then shows no conclusion:
+    one 2-minute window of reads every 5 s, then the verdict: no success, checked by hand."""
+    s = Scenario(timings=Timings(run_completion_lag=60.0), workload=Workload(duration=880.0))
+    s.pools([], [], [])
+    Tamper(s.world, [lag_rule(10_000)], keep_304=True).install()
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    [kid] = children(s.world)
+    assert kid.allocated_at is not None
+    deadline = kid.allocated_at + 15 * 60 + 1  # the Scenario's 15 min, from GitHub's whole second
+    reads = [t for _, t in run_reads(s, kid.run_id)]
+    assert deadline <= reads[-1] <= deadline + timing.CANCEL_WINDOW_SECONDS
+    assert "its conclusion was not reported within 2 minutes" in result.log

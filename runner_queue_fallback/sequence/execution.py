@@ -57,6 +57,7 @@ def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now
 
 def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
     """No more fallback: poll every 60 s until the child concludes or the execution timeout."""
+    assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
     deadline = start_execution(seq, attempt, observation)
     round_number = 0
     settled = False
@@ -72,7 +73,7 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
             raise execution_timeout(seq, attempt)
         wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
         round_number += 1
-        since = 0.0 if attempt.dispatched_at is None else now - attempt.dispatched_at
+        since = now - attempt.dispatched_at
         seq.report.log(
             f"Executing round {round_number}, {seq.candidate_text(attempt)}: child "
             f"{attempt.run_id} {observation.state()}; {seconds(since)} since dispatch, "
