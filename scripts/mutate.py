@@ -477,20 +477,21 @@ def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]
 
 def tests_for(mutant: Mutant, calls: dict[str, list[str]], used: dict[str, set[str]]) -> list[str]:
     """The tests that run the mutated code, quickest first."""
+    readers: dict[str, None] = {}
     if not mutant.function.startswith("<module>"):
         function = mutant.function
         while True:  # a lambda or a nested def runs within its enclosing function's tests
             tests = calls.get(f"{mutant.module}:{function}")
             if tests or "." not in function:
-                return tests or []
+                readers.update(dict.fromkeys(tests or []))
+                break
             function = function.rsplit(".", 1)[0].removesuffix(".<locals>")
-    # a module-level constant: the tests of every function that reads a name defined on its line
-    name = mutant.function.removeprefix("<module>").removeprefix(".")
-    readers: dict[str, None] = {}
-    for function, names in used.items():
-        if name in names:
-            readers.update(dict.fromkeys(calls.get(function, [])))
-    if not readers:  # read only at import time (another constant, a default): the module's tests
+    else:  # a module-level constant: the tests of every function that reads a name on its line
+        name = mutant.function.removeprefix("<module>").removeprefix(".")
+        for function, names in used.items():
+            if name in names:
+                readers.update(dict.fromkeys(calls.get(function, [])))
+    if not readers:  # run at import time (a class body, a default, a constant): the module's tests
         for function, tests in calls.items():
             if function.startswith(f"{mutant.module}:"):
                 readers.update(dict.fromkeys(tests))

@@ -98,3 +98,36 @@ def test_exactly_one_job_named_worker():
     assert job_mismatches([Job.model_validate(job(name="build"))])
     two = [Job.model_validate(job(1, name="worker")), Job.model_validate(job(2, name="worker"))]
     assert job_mismatches(two)
+
+
+@pytest.mark.parametrize(
+    ("title", "pending"),
+    [
+        ("", True),  # not filled in yet
+        ("   ", True),
+        ("Runner worker", True),  # still the workflow's name
+        ("rqf-1", False),  # the expected run-name
+        ("someone-else", False),  # filled in, and wrong: a mismatch at once
+    ],
+)
+def test_a_run_name_is_pending_only_while_empty_or_still_the_workflows_name(
+    title: str, pending: bool
+):
+    expected = Expected("rqf-1", ".github/workflows/runner-worker.yml", SHA)
+    run = WorkflowRun.model_validate(workflow_run(display_title=title))
+    assert expected.title_pending(run) is pending
+    wrong = [p for p in expected.wrong_fields(run) if p.startswith("run-name")]
+    assert bool(wrong) is (not pending and title != "rqf-1")
+
+
+def test_a_run_name_equal_to_the_workflows_name_is_not_pending_when_expected():
+    expected = Expected("Runner worker", ".github/workflows/runner-worker.yml", SHA)
+    run = WorkflowRun.model_validate(workflow_run(display_title="Runner worker"))
+    assert not expected.title_pending(run)
+    assert expected.run_mismatches(run) == []
+
+
+def test_the_dispatched_child_is_expected_on_its_first_attempt():
+    expected = Expected("rqf-1", ".github/workflows/runner-worker.yml", SHA)
+    first = WorkflowRun.model_validate(workflow_run(display_title="rqf-1", run_attempt=1))
+    assert expected.run_mismatches(first) == []

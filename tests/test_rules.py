@@ -13,9 +13,13 @@ import re
 from datetime import timedelta
 from pathlib import Path
 
+import pytest
+
 from runner_queue_fallback import cli, timing
 from runner_queue_fallback import coordinator as coordinator_module
+from runner_queue_fallback import guard as guard_module
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.guard import PARENT, REQUEST, SOURCE, Guard, GuardResult
 from runner_queue_fallback.sequence import startup as startup_module
 from runner_queue_fallback.sim.faults import Fault
@@ -23,6 +27,7 @@ from runner_queue_fallback.sim.model import Timings, Workload
 from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, run_coordinator
+from tests.github_payloads import workflow_run
 from tests.invariants import children, dispatch_posts
 from tests.outside import Tamper, child_run_id, json_body, lag_rule, with_json
 from tests.test_cleanup import busy_world, post_step
@@ -721,3 +726,19 @@ def test_a_conclusion_still_missing_at_the_execution_deadline_gets_one_settling_
     reads = [t for _, t in run_reads(s, kid.run_id)]
     assert deadline <= reads[-1] <= deadline + timing.CANCEL_WINDOW_SECONDS
     assert "its conclusion was not reported within 2 minutes" in result.log
+
+
+@pytest.mark.parametrize(
+    ("path", "file"),
+    [
+        (".github/workflows/ci.yml", "ci.yml"),
+        ("octo-org/octo-repo/.github/workflows/ci.yml", "ci.yml"),  # another form GitHub shows
+        ("octo-org/octo-repo.github/workflows/ci.yml", ""),  # not a .github directory
+        (".github/workflows/nested/ci.yml", ""),  # not a workflow file of the repository
+        ("ci.yml", ""),
+    ],
+)
+def test_the_parent_workflow_file_is_read_only_from_a_path_in_github_workflows(path, file):
+    """`coordinator-workflow` names a file: anything else a path could say matches nothing."""
+    run = WorkflowRun.model_validate(workflow_run(path=path))
+    assert guard_module._workflow_file(run) == file
