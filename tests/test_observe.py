@@ -8,7 +8,7 @@ import pytest
 
 from runner_queue_fallback.github.models import Job, WorkflowRun
 from runner_queue_fallback.observe import Expected, Observation, job_mismatches
-from tests.github_payloads import SHA, job, workflow_run
+from tests.github_payloads import SHA, job, step, workflow_run
 
 
 def observation(run: dict[str, object], *jobs: dict[str, object]) -> Observation:
@@ -131,3 +131,12 @@ def test_the_dispatched_child_is_expected_on_its_first_attempt():
     expected = Expected("rqf-1", ".github/workflows/runner-worker.yml", SHA)
     first = WorkflowRun.model_validate(workflow_run(display_title="rqf-1", run_attempt=1))
     assert expected.run_mismatches(first) == []
+
+
+def test_a_reading_counts_the_steps_that_started():
+    steps = [step(1), step(2, "Guard", "in_progress"), step(3, "Workload", "queued")]
+    seen = observation(
+        workflow_run(status="in_progress"),
+        job(status="in_progress", runner_id=3, runner_name="r-1", name="worker", steps=steps),
+    )
+    assert seen.describe().endswith("runner r-1, 2 step(s) started")

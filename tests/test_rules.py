@@ -330,6 +330,7 @@ def test_the_execution_timeout_fires_at_its_deadline_to_the_second():
     assert kid.allocated_at is not None
     # GitHub's started_at has whole seconds: the deadline may fall up to a second later
     assert 300.0 <= cancel - kid.allocated_at <= 301.0
+    assert [a["outcome"] for a in attempts(result)] == ["execution timeout"]
 
 
 def test_the_execution_timeout_counts_from_the_allocation_not_from_the_poll_that_saw_it():
@@ -724,7 +725,7 @@ def test_a_conclusion_still_missing_at_the_execution_deadline_gets_one_settling_
     assert kid.allocated_at is not None
     deadline = kid.allocated_at + 15 * 60 + 1  # the Scenario's 15 min, from GitHub's whole second
     reads = [t for _, t in run_reads(s, kid.run_id)]
-    assert deadline <= reads[-1] <= deadline + timing.CANCEL_WINDOW_SECONDS
+    assert reads[-1] == deadline + timing.CANCEL_WINDOW_SECONDS  # its last read on its last second
     assert "its conclusion was not reported within 2 minutes" in result.log
 
 
@@ -742,3 +743,12 @@ def test_the_parent_workflow_file_is_read_only_from_a_path_in_github_workflows(p
     """`coordinator-workflow` names a file: anything else a path could say matches nothing."""
     run = WorkflowRun.model_validate(workflow_run(path=path))
     assert guard_module._workflow_file(run) == file
+
+
+def test_the_dispatch_time_is_saved_for_the_post_step():
+    """The post step searches for a lost dispatch from this time (minus 5 minutes)."""
+    s = Scenario(workload=Workload(duration=30.0)).pools([], [], [])
+    result = s.run()
+    assert result.exit_code == 0
+    dispatched = (s.clock.now() - timedelta(seconds=s.clock.monotonic())).isoformat()
+    assert result.state["dispatched-at"] == dispatched  # the first dispatch, at virtual second 0
