@@ -328,3 +328,46 @@ def test_a_quota_known_spent_at_the_queue_deadline_is_waited_out_before_the_fres
     assert (first.conclusion, second.conclusion) == ("cancelled", "success")
     [waited] = re.findall(r"(\d+)s waited for a spent quota", result.log)
     assert RESET - deadline - 5 <= int(waited) <= RESET - deadline + 5
+
+
+def test_admission_timeout_minutes_are_minutes_a_reset_beyond_them_fails_at_once():
+    """58 minutes (3,480 s) of admission budget, a reset 3,500 s away: no wait, no child."""
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.inputs["admission-timeout-minutes"] = "58"
+    s.world.spend_quota(s.world.quota - 10)  # the quota window starts now
+    s.clock.sleep(100.0)  # the coordinator starts 100 s later
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "admission-timeout-minutes (58)" in result.log
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.inputs["admission-timeout-minutes"] = "59"  # 3,540 s: the reset is within it
+    s.world.spend_quota(s.world.quota - 10)
+    s.clock.sleep(100.0)
+    assert s.run().exit_code == 0
+
+
+def test_exactly_the_reserve_left_is_enough_to_dispatch():
+    """No dispatch *below* the reserve: with the reserve itself left, no wait."""
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.world.spend_quota(s.world.quota - RESERVE_REQUESTS - 1)  # the parent check spends one
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert "Waiting for API quota" not in result.log
+    assert dispatch_posts(s.world)[0] < 1.0
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.world.spend_quota(s.world.quota - RESERVE_REQUESTS)  # one less after the parent check
+    assert "Waiting for API quota" in s.run().log
+
+
+def test_the_admission_waits_of_all_candidates_share_one_budget():
+    """Candidate 1 waited an hour for the reset; when candidate 2 finds the quota low again,
+    what is left of admission-timeout-minutes (60) does not cover another reset: no child."""
+    s = Scenario().pools(FOREVER, [], [])
+    s.world.spend_quota(s.world.quota - 10)
+    spend_at = RESET + timing.ADMISSION_SPREAD_SECONDS + 60  # while candidate 1 is queued
+    s.world._at(spend_at, lambda: s.world.spend_quota(s.world.quota - s.world._quota_used() - 40))
+    result = s.run()
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1
+    assert "API quota too low to dispatch candidate 2" in result.log
