@@ -62,8 +62,7 @@ class Result:
     error: RQFError | None = None
     cleanup: CleanupResult | None = None
     race: bool = False
-    #: waits for API quota before a dispatch (admission), and their total in seconds
-    admission_waits: int = 0
+    #: seconds waited for API quota before dispatches (admission): one budget for every candidate
     admission_waited: float = 0.0
     #: the REST API version the sequence ended on ("" when no request was made)
     api_version: str = ""

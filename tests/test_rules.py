@@ -752,3 +752,33 @@ def test_the_dispatch_time_is_saved_for_the_post_step():
     assert result.exit_code == 0
     dispatched = (s.clock.now() - timedelta(seconds=s.clock.monotonic())).isoformat()
     assert result.state["dispatched-at"] == dispatched  # the first dispatch, at virtual second 0
+
+
+def test_the_api_version_of_the_dispatch_is_saved_for_the_post_step():
+    """The post step speaks the version the main step used (no detection of its own)."""
+    for versions, used in ((None, "2026-03-10"), (OLDER_SERVER, "2022-11-28")):
+        s = Scenario().pools([], [], [])
+        if versions is not None:
+            s.world.api_versions = versions
+        result = s.run()
+        assert result.exit_code == 0, result.log
+        assert result.state["api-version"] == used
+
+
+def test_a_lost_dispatch_reply_warns_and_stays_on_the_books_until_its_run_is_found():
+    """The reply is lost and the run never shows up: the attempt says so, with a warning."""
+    lost = Fault(kind="lost_reply", method="POST", path=r"/dispatches$", count=1, status=502)
+    s = Scenario(timings=Timings(visibility_delay=NEVER), faults=[lost]).pools([], [], [])
+    result = s.run()
+    assert result.exit_code == 1
+    assert "::warning title=Ambiguous dispatch::" in result.log
+    assert [a["outcome"] for a in attempts(result)] == ["dispatch reply lost"]
+    assert len(dispatch_posts(s.world)) == 1
+
+
+def test_a_child_stopped_before_its_first_look_ends_as_dispatched():
+    """SIGTERM 2 s after the dispatch, before the child was first read: 'dispatched' it is."""
+    s = Scenario(timings=Timings(visibility_delay=3.0)).pools(FOREVER, [], [])
+    result = s.run(interrupt_at=2.0)
+    assert result.exit_code == 1
+    assert [a["outcome"] for a in attempts(result)] == ["dispatched"]

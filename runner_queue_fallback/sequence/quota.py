@@ -64,7 +64,6 @@ def admit(seq: Sequence, attempt: Attempt) -> None:
             f"spread; {seconds(left)} of admission-timeout-minutes left)",
             title="Waiting for API quota",
         )
-        seq.result.admission_waits += 1
         seq.result.admission_waited += wait
         seq.clock.sleep(wait)
 
