@@ -782,3 +782,53 @@ def test_a_child_stopped_before_its_first_look_ends_as_dispatched():
     result = s.run(interrupt_at=2.0)
     assert result.exit_code == 1
     assert [a["outcome"] for a in attempts(result)] == ["dispatched"]
+
+
+# -- a lost dispatch reply: looked up by run-name, within its windows ---------------------------
+
+LOST = Fault(kind="lost_reply", method="POST", path=r"/dispatches$", count=1, status=502)
+UNLISTED = Timings(listing_delay=NEVER, visibility_delay=NEVER)
+
+
+def searches(s: Scenario) -> list[float]:
+    """When the coordinator listed the workflow's runs (the run-name search)."""
+    return [
+        e.time
+        for e in s.world.ledger
+        if e.method == "GET" and e.path.split("?")[0].endswith("/runs")
+    ]
+
+
+def test_a_lost_dispatch_is_looked_up_every_5_s_up_to_the_startup_windows_last_second():
+    s = Scenario(timings=UNLISTED, faults=[LOST]).pools(FOREVER, [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    [dispatched] = dispatch_posts(s.world)
+    looks = [t - dispatched for t in searches(s)]
+    assert looks == [5.0 * n for n in range(1, 25)]  # 5, 10, ..., 120
+    assert "appeared within 2 minutes" in result.log
+    assert s.clock.monotonic() - dispatched == timing.STARTUP_WINDOW_SECONDS, "reported at its end"
+    assert "Looking for run-name" not in result.log, "no look was attempted past the window"
+
+
+def test_a_search_that_fails_is_no_run_found():
+    """Every run-name search answers 502: the lost dispatch is reported as not found."""
+    failing = Fault("status", status=502, path=r"/workflows/[^/]+/runs$", count=10_000)
+    s = Scenario(faults=[LOST, failing]).pools(FOREVER, [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    assert "was found and is cancelled" not in result.log
+    assert "appeared within 2 minutes" in result.log
+    assert re.search(r"Looking for run-name rqf-[\w-]+: GET ", result.log)
+
+
+def test_after_a_sigterm_during_a_lost_dispatch_the_search_uses_the_whole_signal_grace():
+    """Delivered at 5 s, 6 s of budget: looks at 5, 8 and 9.5 s (half of what is left each time,
+    while a second or more is left), then a warning that names the run-name to cancel."""
+    s = Scenario(timings=UNLISTED, faults=[LOST]).pools(FOREVER, [], [])
+    result = s.run(interrupt_at=3.0, post_step=False)
+    assert result.exit_code == 1
+    looks = searches(s)
+    budget = timing.SIGNAL_CLEANUP_BUDGET_SECONDS
+    assert looks == [looks[0], looks[0] + budget / 2, looks[0] + budget * 3 / 4]
+    assert "::warning title=Child run not found::" in result.log
