@@ -68,17 +68,24 @@ CORE = (
     "timing.py",
 )
 FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
-#: The tests that exercise the core (the map is built from these): the lint, packaging, inputs,
-#: simulator-only and stats tests never call it, and would only make the map slow to build.
+#: The tests that exercise the core (the map is built from these): the lint, packaging,
+#: simulator-only and stats tests never call it, and would only make the map slow to build. The
+#: inputs and plan tests read `timing`'s limits (deadlines, candidates, the hosted job limit).
 MAP_TESTS = (
+    "tests/test_api_versions.py",
     "tests/test_cleanup.py",
     "tests/test_cli.py",
     "tests/test_coordinator.py",
     "tests/test_github_client.py",
     "tests/test_guard.py",
+    "tests/test_input_rules.py",
+    "tests/test_inputs.py",
     "tests/test_observe.py",
+    "tests/test_older_server.py",
+    "tests/test_plan.py",
     "tests/test_preflight.py",
     "tests/test_quota.py",
+    "tests/test_request_id.py",
     "tests/test_regressions.py",
     "tests/test_report.py",
     "tests/test_rules.py",
