@@ -25,6 +25,7 @@ from runner_queue_fallback.preflight import LOW_QUOTA, UNVERIFIABLE_PERMISSION
 from runner_queue_fallback.sequence import quota
 from runner_queue_fallback.sequence.preflight import child_findings, is_blocking
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
+from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
@@ -33,6 +34,7 @@ from runner_queue_fallback.simulation import (
     SimulationRun,
     run_coordinator,
 )
+from tests.outside import Tamper, json_body, with_json
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = ".github/workflows/runner-worker.yml"
@@ -382,3 +384,21 @@ def test_preflight_bad_input_exits_2_without_a_request():
 def test_preflight_warns_at_the_coordinators_quota_threshold():
     """The command's low-quota line uses the coordinator's own threshold."""
     assert quota.RESERVE_REQUESTS == LOW_QUOTA  # the two must agree
+
+
+def test_a_child_file_served_without_its_content_is_dispatched_with_a_warning():
+    """GitHub leaves out the content of a file over 1 MB: nothing to check, so say so and go on."""
+
+    def no_content(method: str, path: str, reply: Reply, github: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method != "GET" or "/contents/" not in path or not isinstance(body, dict):
+            return None
+        return with_json(reply, {**body, "content": "", "encoding": "none"})
+
+    world = World()
+    world.github.add_workflow("runner-worker.yml", "main")
+    Tamper(world.github, [no_content]).install()
+    result = world.coordinate()
+    assert result.exit_code == 0, result.log
+    assert "::warning title=Child workflow not checked::" in result.log
+    assert len(world.dispatches()) == 1

@@ -54,7 +54,6 @@ class ChildRejected(SequenceError):
 
     def __init__(self, path: str, ref: str, findings: list[Finding]) -> None:
         """List lint's findings (rule id, line, message and fix)."""
-        self.findings = findings
         super().__init__(
             f"the child workflow {path} at workflow-ref {ref!r} would make the dispatch fail or "
             "unsafe, so nothing was dispatched: "
