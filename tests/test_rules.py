@@ -832,3 +832,52 @@ def test_after_a_sigterm_during_a_lost_dispatch_the_search_uses_the_whole_signal
     budget = timing.SIGNAL_CLEANUP_BUDGET_SECONDS
     assert looks == [looks[0], looks[0] + budget / 2, looks[0] + budget * 3 / 4]
     assert "::warning title=Child run not found::" in result.log
+
+
+# -- the parent's grace in the coordinator; what an unconfirmed cleanup last saw ---------------
+
+
+def test_the_coordinator_waits_out_a_parent_not_yet_visible_within_its_2_minute_grace():
+    s = Scenario().pools([], [], [])
+    s.world.runs[PARENT_RUN_ID].visible_at = 20.0
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert dispatch_posts(s.world)[0] == 20.0
+    assert f"Parent run {PARENT_RUN_ID} not active yet (NotFound" in result.log
+
+
+def test_a_parent_still_queued_after_the_grace_fails_naming_its_last_status():
+    s = Scenario().pools([], [], [])
+    s.world.runs[PARENT_RUN_ID].status = "queued"
+    result = s.run()
+    assert result.exit_code == 1
+    assert dispatch_posts(s.world) == []
+    assert "did not show as active within 2 minutes; last observed: status 'queued'" in result.log
+    assert s.clock.monotonic() <= timing.PARENT_GRACE_SECONDS
+
+
+def test_an_unconfirmed_cleanup_names_what_it_last_saw():
+    """The execution timeout's cancel is never honoured: the cleanup says what it last read."""
+    s = Scenario(
+        timings=Timings(cancel_delay=NEVER, force_cancel_delay=NEVER),
+        workload=Workload(duration=3600),
+    ).pools([], [], [])
+    s.inputs["execution-timeout-minutes"] = "5"
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    assert "the window closed; last seen: run " in result.log
+
+
+def test_a_cleanup_that_never_read_the_child_says_so():
+    """After the execution timeout every read of the child fails: 'never observed', no guess."""
+    s = Scenario(
+        timings=Timings(cancel_delay=NEVER, force_cancel_delay=NEVER),
+        workload=Workload(duration=3600),
+    ).pools([], [], [])
+    s.inputs["execution-timeout-minutes"] = "5"
+    s.world.inject(
+        Fault("status", status=502, path=r"/actions/runs/9\d{9}", start=302.0, count=10_000)
+    )
+    result = s.run(post_step=False)
+    assert result.exit_code == 1
+    assert "the window closed; last seen: never observed" in result.log
