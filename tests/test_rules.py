@@ -881,3 +881,18 @@ def test_a_cleanup_that_never_read_the_child_says_so():
     result = s.run(post_step=False)
     assert result.exit_code == 1
     assert "the window closed; last seen: never observed" in result.log
+
+
+def test_a_sigterm_during_an_errors_cleanup_restarts_it_within_the_grace_and_reports_it():
+    """The execution timeout's cleanup is polling when the runner sends SIGTERM: the cleanup
+    starts again inside the signal's budget, and its result (here: not confirmed) is reported."""
+    s = Scenario(timings=Timings(cancel_delay=30.0), workload=Workload(duration=3600)).pools(
+        [], [], []
+    )
+    s.inputs["execution-timeout-minutes"] = "5"
+    result = s.run(interrupt_at=315.0, post_step=False)
+    assert result.exit_code == 1
+    assert "during the cleanup; cleaning up within the grace" in result.log
+    [*_, (_, again)] = posts(s, "/cancel")
+    assert 315.0 <= again <= 315.0 + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
+    assert "**Cleanup:** cleanup NOT confirmed for child run" in result.summary
