@@ -16,8 +16,7 @@ STARTUP_WINDOW_SECONDS: Final = 120.0
 STARTUP_FIRST_CHECK_SECONDS: Final = 15.0
 STARTUP_POLL_SECONDS: Final = 5.0
 
-# "Poll once per minute while queued or executing"
-QUEUE_POLL_SECONDS: Final = 60.0
+# "Poll once per minute while queued or executing" (executing; queued departs, see below)
 EXECUTION_POLL_SECONDS: Final = 60.0
 
 # "Run and job metadata are checked together every five seconds within one two-minute
@@ -25,9 +24,7 @@ EXECUTION_POLL_SECONDS: Final = 60.0
 CANCEL_WINDOW_SECONDS: Final = 120.0
 CANCEL_POLL_SECONDS: Final = 5.0
 
-# "Standard policy retains 10-minute omitted deadlines"; "Extended policy uses CPU 10 minutes,
-#  GPU 15 minutes"; "Override from 1 to 60 minutes"
-STANDARD_QUEUE_MINUTES: Final = 10
+# "Override from 1 to 60 minutes" (the policies' own deadlines are in profiles/*.toml)
 QUEUE_MINUTES_MIN: Final = 1
 QUEUE_MINUTES_MAX: Final = 60
 

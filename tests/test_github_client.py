@@ -864,3 +864,44 @@ def test_repository_must_be_owner_slash_name(clock: FakeClock) -> None:
     """A malformed repository is refused before any request."""
     with requests.Session() as session, pytest.raises(ValueError, match="owner/name"):
         GitHubClient(session, API, "just-a-name", TOKEN, clock)
+
+
+@pytest.mark.parametrize(("retry_after", "waited"), [("60", True), ("61", False)])
+def test_without_a_child_a_rate_limit_wait_of_one_minute_is_the_most_taken(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, retry_after, waited
+) -> None:
+    """Spec: rate-limit retries wait "at most one minute each": 60 s is waited, 61 s is not."""
+    error_reply(
+        mocked,
+        429,
+        "You have exceeded a secondary rate limit",
+        headers={"retry-after": retry_after},
+    )
+    if waited:
+        run_reply(mocked)
+        client.get_run(42)
+        assert clock.sleeps == [60.0]
+    else:
+        with pytest.raises(RateLimited):
+            client.get_run(42)
+        assert clock.sleeps == []
+
+
+@pytest.mark.parametrize(("ahead", "waited"), [(3630, True), (3700, False)])
+def test_a_reset_is_waited_for_up_to_an_hour_and_a_minute_of_clock_margin(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, ahead, waited
+) -> None:
+    """No quota window is longer than an hour: a reset up to a minute beyond it is a clock
+    difference and is waited for; one further away is not believed, and the error is reported."""
+    client.patience = Patience.CHILD_EXISTS
+    reset = int(clock.now().timestamp()) + ahead
+    headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
+    error_reply(mocked, 403, "API rate limit exceeded", headers=headers)
+    if waited:
+        run_reply(mocked)
+        client.get_run(42)
+        assert clock.sleeps == [ahead + 1.0]
+    else:
+        with pytest.raises(RateLimited):
+            client.get_run(42)
+        assert clock.sleeps == []

@@ -11,6 +11,7 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.errors import InputError
 from runner_queue_fallback.inputs import (
     InputErrors,
+    env_name,
     read_coordinator_inputs,
     read_guard_inputs,
     read_pool_settings,
@@ -513,3 +514,14 @@ def test_bad_input_stops_the_coordinate_step_before_any_request(
     errors = [line for line in out.splitlines() if line.startswith("::error")]
     assert any(f"input '{name}'" in line and fragment in line for line in errors), out
     assert "ghs_secretvalue" not in out
+
+
+def test_execution_timeout_minutes_go_up_to_three_days():
+    """The documented range, 1 to 4320 minutes: its last value is accepted, the next refused."""
+    settings = read_pool_settings(
+        env_with({env_name("execution-timeout-minutes"): "4320"}), PROFILES
+    )
+    assert settings.execution_timeout_minutes == 4320
+    with pytest.raises(InputErrors) as info:
+        read_coordinator_inputs(env_with({env_name("execution-timeout-minutes"): "4321"}), PROFILES)
+    assert "1 to 4320" in str(info.value)

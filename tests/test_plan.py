@@ -9,6 +9,9 @@ import json
 import pytest
 
 from runner_queue_fallback.cli import main
+from runner_queue_fallback.inputs import env_name, read_pool_settings
+from runner_queue_fallback.plan import make_plan
+from runner_queue_fallback.profiles import load_profiles
 
 ALL_TYPES = ["cpu-amd64", "cpu-arm64", "gpu-amd64", "gpu-arm64", "gpu-amd64-2gpu", "gpu-arm64-2gpu"]
 
@@ -138,3 +141,12 @@ def test_the_quota_extra_time_is_shown_on_its_own_line_outside_the_timeout():
     [line] = [ln for ln in out.getvalue().splitlines() if ln.startswith("possible extra:")]
     assert "up to 60 min" in line
     assert "not included above" in line
+
+
+@pytest.mark.parametrize("runner_type", ALL_TYPES)
+def test_each_candidate_adds_its_two_windows_and_the_run_one_parent_grace(runner_type: str):
+    """4 minutes a candidate (2-minute startup and cancellation windows), 2 for the parent grace:
+    exactly, before the job's timeout is rounded up to whole minutes."""
+    settings = read_pool_settings({env_name("runner-type"): runner_type}, load_profiles())
+    plan = make_plan(settings)
+    assert plan.overhead_minutes == 4 * len(settings.candidates) + 2
