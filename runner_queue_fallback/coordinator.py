@@ -220,5 +220,4 @@ class Coordinator:
             log=seq.report.log,
         )
         if self.result.cleanup.confirmed:
-            seq.active = None
-        seq.report.log(self.result.cleanup.describe())
+            seq.active = None  # the post step has nothing left to read (state child-over)

@@ -896,3 +896,31 @@ def test_a_sigterm_during_an_errors_cleanup_restarts_it_within_the_grace_and_rep
     [*_, (_, again)] = posts(s, "/cancel")
     assert 315.0 <= again <= 315.0 + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
     assert "**Cleanup:** cleanup NOT confirmed for child run" in result.summary
+
+
+def test_a_cleanup_confirmed_by_the_main_step_leaves_the_post_step_nothing_to_do():
+    """Execution timeout, cancel honoured: the main step confirms it, says so, and the post step
+    reads nothing."""
+    s = Scenario(timings=Timings(cancel_delay=3.0), workload=Workload(duration=3600)).pools(
+        [], [], []
+    )
+    s.inputs["execution-timeout-minutes"] = "5"
+    result = s.run()
+    [kid] = children(s.world)
+    assert result.exit_code == 1
+    assert f"cleanup confirmed: child run {kid.run_id}" in result.log
+    assert result.state["child-over"] == str(kid.run_id)
+    assert "nothing to clean up" in result.post_log
+    over = max(t for _, t in run_reads(s, kid.run_id))
+    assert all(e.time <= over for e in s.world.ledger), "the post step sent nothing"
+
+
+def test_an_error_in_a_later_attempt_leaves_the_earlier_attempts_timeline_as_it_was():
+    """Attempt 1 fell back at 620 s; attempt 2 ends in an error much later: attempt 1's bars
+    still end at 620 s."""
+    s = Scenario(workload=Workload(duration=3600)).pools(FOREVER, [], [])
+    s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=800.0)
+    result = s.run()
+    assert result.exit_code == 1
+    second = dispatch_posts(s.world)[1]
+    assert f"cancel and proof :615, {second:.0f}" in result.summary
