@@ -924,3 +924,12 @@ def test_an_error_in_a_later_attempt_leaves_the_earlier_attempts_timeline_as_it_
     assert result.exit_code == 1
     second = dispatch_posts(s.world)[1]
     assert f"cancel and proof :615, {second:.0f}" in result.summary
+
+
+def test_the_verdict_is_preceded_by_the_final_reading_of_run_and_worker_job():
+    s = Scenario(workload=Workload(duration=30.0)).pools([], [], [])
+    result = s.run()
+    [kid] = children(s.world)
+    final = f"Polling finished: child {kid.run_id} run {kid.run_id} completed/success; job worker"
+    assert final in result.log
+    assert result.log.index(final) < result.log.index("The worker succeeded.")
