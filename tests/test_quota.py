@@ -326,7 +326,7 @@ def test_a_quota_known_spent_at_the_queue_deadline_is_waited_out_before_the_fres
     assert RESET <= cancel <= RESET + 5
     first, second = children(s.world)
     assert (first.conclusion, second.conclusion) == ("cancelled", "success")
-    [waited] = re.findall(r"(\d+)s waited for a spent quota", result.log)
+    [waited] = re.findall(r"; (-?\d+)s waited for a spent quota", result.log)
     assert RESET - deadline - 5 <= int(waited) <= RESET - deadline + 5
 
 

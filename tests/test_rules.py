@@ -727,6 +727,16 @@ def test_a_conclusion_still_missing_at_the_execution_deadline_gets_one_settling_
     reads = [t for _, t in run_reads(s, kid.run_id)]
     assert reads[-1] == deadline + timing.CANCEL_WINDOW_SECONDS  # its last read on its last second
     assert "its conclusion was not reported within 2 minutes" in result.log
+    assert "Completion check failed" not in result.log, "no read was tried past the window"
+
+
+def test_a_failing_read_while_the_reports_settle_is_logged_and_the_settling_goes_on():
+    s = Scenario(timings=Timings(run_completion_lag=60.0), workload=Workload(duration=880.0))
+    s.pools([], [], [])
+    s.world.inject(Fault("status", status=502, path=r"/actions/runs/9\d{9}$", start=910.0, count=3))
+    result = s.run(post_step=False)
+    assert "Completion check failed: GET " in result.log
+    assert result.exit_code == 0, result.log
 
 
 @pytest.mark.parametrize(
