@@ -905,3 +905,17 @@ def test_a_reset_is_waited_for_up_to_an_hour_and_a_minute_of_clock_margin(
         with pytest.raises(RateLimited):
             client.get_run(42)
         assert clock.sleeps == []
+
+
+def test_once_a_child_exists_one_request_takes_at_most_four_rate_limit_waits(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """Documented: the waits are taken in full, up to 4 a request; the fifth refusal is reported."""
+    client.patience = Patience.CHILD_EXISTS
+    for _ in range(5):
+        error_reply(
+            mocked, 429, "You have exceeded a secondary rate limit", headers={"retry-after": "30"}
+        )
+    with pytest.raises(RateLimited):
+        client.get_run(42)
+    assert clock.sleeps == [30.0] * 4

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import re
 
 from runner_queue_fallback import cli, timing
@@ -76,10 +77,11 @@ def test_a_queued_hour_sends_at_most_sixty_requests_and_cancels_on_the_deadline(
 
 
 def test_polls_are_sparse_far_from_the_deadline_and_dense_near_it():
-    """Four minutes apart far away, a third of what is left nearer, one landing on the deadline."""
-    assert next_interval(3600.0) == timing.QUEUE_POLL_FAR_SECONDS
+    """As documented (README, departure 4): 4 minutes apart far away, a third of what is left
+    nearer but at least 1 minute, one landing on the deadline."""
+    assert next_interval(3600.0) == 240.0
     assert next_interval(300.0) == 100.0
-    assert next_interval(90.0) == timing.QUEUE_POLL_NEAR_SECONDS
+    assert next_interval(90.0) == 60.0
     assert next_interval(20.0) == 20.0  # lands on the deadline
 
 
@@ -371,3 +373,22 @@ def test_the_admission_waits_of_all_candidates_share_one_budget():
     assert result.exit_code == 1
     assert len(dispatch_posts(s.world)) == 1
     assert "API quota too low to dispatch candidate 2" in result.log
+
+
+class _LowestSpread(random.Random):
+    """A random source whose every draw is the lowest value allowed."""
+
+    def uniform(self, a: float, b: float) -> float:
+        del b
+        return a
+
+
+def test_the_admission_spread_starts_at_zero_minutes(monkeypatch):
+    """Documented: the reset plus 0 to 5 minutes. The lowest draw wakes at the reset itself."""
+    monkeypatch.setattr(cli, "_spread_source", lambda *_args, **_kwargs: _LowestSpread())
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.world.spend_quota(s.world.quota - 10)
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    [dispatched] = dispatch_posts(s.world)
+    assert dispatched == RESET + 1.0  # the reset's whole second, +1 s for the clocks
