@@ -679,6 +679,16 @@ def report(outcomes: dict[str, dict[str, str]], min_score: float) -> int:
         print("\nSurvivors not on the equivalent list:")
         for key in unexplained:
             print(f"  {key}")
+    stale = [
+        k
+        for done in outcomes.values()
+        for k, s in done.items()
+        if k in equivalent and s != "survived"
+    ]
+    if stale:
+        print(f"\nOn the equivalent list but killed now (remove them from {EQUIVALENT.name}):")
+        for key in stale:
+            print(f"  {key}")
     (STATE / "report.md").write_text(text + "\n")
     return 1 if failing else 0
 
