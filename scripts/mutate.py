@@ -14,12 +14,16 @@ How it works:
 2. Which tests cover which function: the tests of the core (`MAP_TESTS`) run once in-process with
    a profile hook that records, per test, every core function it called (`.mutate/map.json`,
    rebuilt when a core module or a test changes). A mutant inside a function runs the tests that
-   called it; a mutant of a module-level constant runs the tests of every function that names it.
+   called it; a mutant of a module-level constant runs the tests of every function that names it;
+   code that runs only at import time (a class body, a default) runs its whole module's tests.
 3. Each mutant is written into a private copy of the repository (never the working tree), and a
    forked process runs `pytest -x` on the selected tests (with a timeout). Survivors then run the
    fuzz tests (`tests/test_fuzz_coordinator.py`, the CI volume) unless `--no-fuzz`.
-4. Results are kept per module in `.mutate/results.json` and reused while the module's source
-   and the tests are unchanged: an interrupted run resumes where it stopped.
+4. Results are kept per module in `.mutate/results.json`: a module whose source changed starts
+   again; after a change of the tests the killed stay killed and the survivors run again. An
+   interrupted run resumes where it stopped, and runs on different modules may run side by side
+   (saves merge under a lock). The copy keeps Python's bytecode cache; the mutated module's
+   `.pyc` is dropped for each mutant (its stamp cannot tell two mutants of one second apart).
 5. The report: per module, killed / total, the equivalent mutants (`tests/mutation/equivalent.txt`,
    reviewed, one line of reason each) and every other survivor. Exit status 1 when a survivor is
    not on the equivalent list or a module is under `--min-score` (killed / (total - equivalent)).
