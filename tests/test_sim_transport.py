@@ -15,7 +15,8 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.sim import Fault, FaultPlan
 from runner_queue_fallback.sim.transport import DirectSession
 from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import SOURCE_REF, run_coordinator, standard_world
+from runner_queue_fallback.simulation import run_coordinator, standard_world
+from tests.test_fuzz_coordinator import base_inputs
 from tests.test_sim_support import AUTH, REPO, advance_to, child_inputs, make_world
 
 OWNER, NAME = "octo-org", "octo-repo"
@@ -113,14 +114,7 @@ def test_the_direct_session_serves_a_run_exactly_as_requests_does(faults):
         world, sha = standard_world(clock, world)
         world.add_pool("nv-cpu-general", "linux-amd64-cpu16", busy=[(0.0, 10.0**9)])
         world.add_pool("nv-cpu-general", "linux-amd64-cpu8")
-        inputs = {
-            "workflow": "runner-worker.yml",
-            "workflow-ref": "main",
-            "source-ref": SOURCE_REF,
-            "source-sha": sha,
-            "runner-type": "cpu",
-            "queue-timeout-minutes": "1",
-        }
+        inputs = base_inputs({"source-sha": sha, "queue-timeout-minutes": "1"})
         result = run_coordinator(world, clock, inputs, main=cli.main)
         ledger = "\n".join(f"{e.time} {e.method} {e.path} {e.status}" for e in world.ledger)
         # Request ids end in a random nonce, different in any two runs.
