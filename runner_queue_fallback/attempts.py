@@ -61,6 +61,8 @@ class Result:
     success: bool = False
     error: RQFError | None = None
     cleanup: CleanupResult | None = None
+    #: the cleanups of other runs bearing the child's request id (copies found by run-name)
+    other_cleanups: list[CleanupResult] = field(default_factory=list)
     race: bool = False
     #: seconds waited for API quota before dispatches (admission): one budget for every candidate
     admission_waited: float = 0.0

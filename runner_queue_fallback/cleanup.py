@@ -2,17 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import GitHubError, PermissionDenied
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.models import CancelOutcome, WorkflowRun
 from runner_queue_fallback.observe import Observation
 
-__all__ = ["CleanupResult", "cancel_and_confirm", "observe_run", "run_left_by_main_step"]
+__all__ = [
+    "CleanupResult",
+    "LeftRuns",
+    "RunNameSearch",
+    "cancel_and_confirm",
+    "cancel_and_confirm_all",
+    "observe_run",
+    "runs_left_by_main_step",
+]
 
 
 @dataclass(frozen=True)
@@ -113,6 +123,106 @@ def _unconfirmed(last: Observation | None, detail: str) -> str:
     return f"the window closed; last seen: {seen}" + (f"; {detail}" if detail else "")
 
 
+def cancel_and_confirm_all(  # the runs, their shared window and quota allowance
+    client: GitHubClient,
+    clock: Clock,
+    run_ids: Sequence[int],
+    *,
+    window: float = timing.CANCEL_WINDOW_SECONDS,
+    reset_budget: float = 0.0,
+    log: Callable[[str], None] = lambda _line: None,
+) -> list[CleanupResult]:
+    """`cancel_and_confirm` for several runs within one shared window, in order.
+
+    Every run but the first is sent its cancel before the first is confirmed: within a signal's
+    short grace the cancels are what matters most.
+    """
+    end = clock.monotonic() + window
+    budget_end = end + reset_budget
+    for run_id in run_ids[1:]:
+        _cancel_once(client, run_id, end, log)
+    results = []
+    for run_id in run_ids:
+        now = clock.monotonic()
+        left = max(0.0, end - now)
+        results.append(
+            cancel_and_confirm(
+                client,
+                clock,
+                run_id,
+                window=left,
+                reset_budget=max(0.0, budget_end - now - left),
+                log=log,
+            )
+        )
+    return results
+
+
+def _cancel_once(
+    client: GitHubClient, run_id: int, deadline: float | None, log: Callable[[str], None]
+) -> bool:
+    """Send one cancel; whether it was accepted.
+
+    A failure is only logged: the confirmation that follows reports the run.
+    """
+    try:
+        outcome = client.cancel_run(run_id, deadline=deadline)
+    except GitHubError as exc:
+        log(f"Cancel of run {run_id} failed: {exc}")
+        return False
+    log(f"Cancel requested for run {run_id}: {outcome.value}")
+    return outcome is CancelOutcome.ACCEPTED
+
+
+def created_first(runs: Sequence[WorkflowRun]) -> list[WorkflowRun]:
+    """Runs in the order they were created (`created_at`, then id): the first is the child."""
+    return sorted(runs, key=lambda run: (run.created_at, run.id))
+
+
+@dataclass
+class RunNameSearch:
+    """Every run bearing one run-name (a request id) created since one fixed time.
+
+    The run dispatched first is the child; any later one bearing the same request id is a copy
+    someone else dispatched. Each listing reads every page from the same `since`, so an
+    unchanged listing is answered 304.
+    """
+
+    client: GitHubClient
+    workflow: str
+    run_name: str
+    since: datetime
+    #: every run found so far, by id
+    found: dict[int, WorkflowRun] = field(default_factory=dict)
+    #: the runs already named in a warning as not the child
+    named: set[int] = field(default_factory=set)
+    #: the runs whose cancel (sent by `cancel`) was accepted: still running when found
+    cancelled: set[int] = field(default_factory=set)
+
+    def look(self, deadline: float | None) -> list[WorkflowRun]:
+        """List once; the runs not found before, first created first (raises GitHubError)."""
+        runs = self.client.find_runs_by_name(
+            self.workflow, self.run_name, created_after=self.since, deadline=deadline
+        )
+        new = created_first([run for run in runs if run.id not in self.found])
+        self.found.update((run.id, run) for run in new)
+        return new
+
+    @property
+    def ordered(self) -> list[WorkflowRun]:
+        """Every run found, first created first."""
+        return created_first(list(self.found.values()))
+
+    def cancel(
+        self, runs: Sequence[WorkflowRun], deadline: float | None, log: Callable[[str], None]
+    ) -> None:
+        """Send each run its cancel at once: in the paths that only cancel, before listing again."""
+        for run in runs:
+            log(f"Found run {run.id} with run-name {self.run_name}: {run.html_url}")
+            if _cancel_once(self.client, run.id, deadline, log):
+                self.cancelled.add(run.id)
+
+
 #: How far back the post step looks for a run dispatched by the main step (a job's time limit).
 _POST_LOOKBACK = timedelta(hours=6)
 #: Margin for the difference between the runner's clock and GitHub's `created_at`.
@@ -120,9 +230,19 @@ _CLOCK_SKEW = timedelta(minutes=5)
 #: How long the post step keeps looking for a run known only by its run-name (not in the spec:
 #: one more startup window, at the startup cadence; an older server may list a run late).
 POST_SEARCH_WINDOW_SECONDS = timing.STARTUP_WINDOW_SECONDS
+#: How long after its dispatch a run may still be missing from the listing: once that much has
+#: passed and a run was found, listing again finds nothing new.
+_LISTING_SETTLES = timedelta(seconds=timing.STARTUP_WINDOW_SECONDS)
 
 
-def run_left_by_main_step(
+class LeftRuns(NamedTuple):
+    """The runs the post step looks after (the child first), and those it already cancelled."""
+
+    run_ids: list[int]
+    cancelled: frozenset[int] = frozenset()
+
+
+def runs_left_by_main_step(
     client: GitHubClient,
     clock: Clock,
     state: Mapping[str, str],
@@ -130,69 +250,86 @@ def run_left_by_main_step(
     log: Callable[[str], None],
     *,
     deadline: float | None = None,
-) -> int | None:
-    """The child the post step must look after, from the main step's saved state.
+) -> LeftRuns:
+    """The runs the post step must look after, from the main step's saved state; the child first.
 
     The main step saves `request-id` before each dispatch and `child-run-id` with
     `child-request-id` once the run id is known. When the last request id has no run id (the
     step died while its dispatch was in flight, the reply was lost, or an older server's run never
-    showed up by its run-name), the run is looked up by its unique run-name, every 5 s for up to
-    2 minutes, unless GitHub definitely refused that dispatch (`refused-request-id`).
+    showed up by its run-name), or its run was found by run-name (`child-found-by-name`), every
+    run bearing that run-name is looked for, every 5 s for up to 2 minutes, and each one found is
+    sent its cancel at once (a run bearing our request id that we did not dispatch is a copy:
+    cancelling it is safe). Not when GitHub definitely refused that dispatch
+    (`refused-request-id`). Runs the main step already cancelled as copies (`child-copies`) are
+    looked after too.
     """
-    run_id = state.get("child-run-id", "").strip()
-    known = int(run_id) if run_id.isascii() and run_id.isdigit() else None
+    known = _run_id(state.get("child-run-id", ""))
     pending = state.get("request-id", "").strip()
-    if not pending or pending == state.get("child-request-id", "").strip() or not workflow:
-        return known
+    named = pending == state.get("child-request-id", "").strip()
+    by_name = named and pending == state.get("child-found-by-name", "").strip()
+    only_known = LeftRuns([] if known is None else [known])
+    if not pending or (named and not by_name) or not workflow:
+        return only_known
     if pending == state.get("refused-request-id", "").strip():
         log(f"GitHub refused the dispatch of {pending}: no run was created for it")
-        return known
+        return only_known
+    saved = state.get("child-copies", "").split(",") if by_name else []
+    copies = [copy for copy in map(_run_id, saved) if copy is not None]
     try:
-        since = datetime.fromisoformat(state["dispatched-at"]) - _CLOCK_SKEW
+        dispatched: datetime | None = datetime.fromisoformat(state["dispatched-at"])
     except (KeyError, ValueError):
-        since = clock.now() - _POST_LOOKBACK
-    found = _search_by_run_name(
-        client, clock, workflow, pending, since=since, log=log, deadline=deadline
-    )
-    if found is not None:
-        log(f"Found run {found} with run-name {pending}, whose dispatch reply named no run")
-        return found
-    log(
-        f"No run with run-name {pending} was found since {since.isoformat()}: if one appears, "
-        "cancel it by hand"
-    )
-    return known
+        dispatched = None
+    since = clock.now() - _POST_LOOKBACK if dispatched is None else dispatched - _CLOCK_SKEW
+    search = RunNameSearch(client, workflow, pending, since)
+    settled = None if dispatched is None else dispatched + _LISTING_SETTLES
+    _search_by_run_name(search, clock, log=log, settled=settled, deadline=deadline)
+    found = [run.id for run in search.ordered]
+    if len(found) > 1:
+        log(
+            f"{len(found)} runs bear run-name {pending}: {', '.join(map(str, found))}; every one "
+            "but the run created first was dispatched by someone else. All are cancelled"
+        )
+    elif not by_name:
+        log(
+            f"No run with run-name {pending} was found since {since.isoformat()}: if one "
+            "appears, cancel it by hand"
+        )
+    first = [known] if by_name and known is not None else []
+    runs = list(dict.fromkeys([*first, *found, *copies]))
+    return LeftRuns(runs, frozenset(search.cancelled)) if runs else only_known
+
+
+def _run_id(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isascii() and text.isdigit() else None
 
 
 def _search_by_run_name(
-    client: GitHubClient,
+    search: RunNameSearch,
     clock: Clock,
-    workflow: str,
-    run_name: str,
     *,
-    since: datetime,
     log: Callable[[str], None],
+    settled: datetime | None,
     deadline: float | None = None,
-) -> int | None:
-    """Search by run-name every 5 s within the post step's search window; the first run created.
+) -> None:
+    """List every 5 s within the post step's search window, cancelling each run found at once.
 
+    Once a run was found, the listing stops when it is `settled` (a listing that lags hides a
+    run only for a while after its dispatch); with no dispatch time, at the first run found.
     The window ends early at `deadline` (the post step's own limit) when that comes first.
     """
     window_end = clock.monotonic() + POST_SEARCH_WINDOW_SECONDS
     deadline = window_end if deadline is None else min(deadline, window_end)
     while True:
         try:
-            runs = client.find_runs_by_name(
-                workflow, run_name, created_after=since, deadline=deadline
-            )
+            search.cancel(search.look(deadline), deadline, log)
         except PermissionDenied as exc:  # will not start working within the window
-            log(f"Could not look for run-name {run_name}: {exc}")
-            return None
+            log(f"Could not look for run-name {search.run_name}: {exc}")
+            return
         except GitHubError as exc:
-            log(f"Could not look for run-name {run_name}: {exc}")
-        else:
-            if runs:
-                return min(runs, key=lambda run: (run.created_at, run.id)).id
+            log(f"Could not look for run-name {search.run_name}: {exc}")
+        if search.found and (settled is None or clock.now() >= settled):
+            return
         if clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
-            return None
+            return
         clock.sleep(timing.STARTUP_POLL_SECONDS)

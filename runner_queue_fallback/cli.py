@@ -18,14 +18,14 @@ import random
 import sys
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from runner_queue_fallback import __version__
 from runner_queue_fallback.clock import SystemClock
 from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
 from runner_queue_fallback.errors import InputErrors, RQFError
 from runner_queue_fallback.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
-from runner_queue_fallback.report import Reporter, escape_markdown
+from runner_queue_fallback.report import Reporter, escape_log_line, escape_markdown
 
 if TYPE_CHECKING:
     import requests
@@ -65,6 +65,9 @@ _STATE_ENV = (
     "STATE_dispatched-at",
     "STATE_api-version",
     "STATE_child-over",
+    "STATE_child-job-url",
+    "STATE_child-found-by-name",
+    "STATE_child-copies",
 )
 
 #: Every subcommand, in the order `--help` lists them.
@@ -128,6 +131,14 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose error quotes the command line (which may hold anything) as one log line."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print usage and the error, the arguments it quotes escaped, then exit 2."""
+        super().error(escape_log_line(message))
+
+
 @functools.cache
 def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     """Every subcommand by name and help; the flags of the chosen one only.
@@ -135,7 +146,7 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
     Built once per subcommand: argparse looks up a translation catalogue (a dozen `stat` calls)
     for every help string, which made building it cost more than a simulated run's requests.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="runner-queue-fallback",
         description="Run a one-job child workflow on the first runner pool that gives it a runner.",
     )

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt, Result
-from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm
+from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm_all
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import (
     Interrupted,
@@ -89,6 +89,8 @@ class Coordinator:
         clock = self.seq.clock
         try:
             self._sequence()
+            # Followed to its result: the post step has no run bearing its run-name to list.
+            self.seq.report.save_state("child-found-by-name", "")
         except Interrupted as exc:
             self.result.error = SequenceError(str(exc))
             deadline = clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
@@ -198,8 +200,9 @@ class Coordinator:
             self.seq.report.log(f"The cleanup failed: {type(exc).__name__}: {exc}")
             if active is not None:
                 detail = f"the cleanup failed: {UnexpectedError('the cleanup', exc)}"
-                self.result.cleanup = CleanupResult(
-                    active, confirmed=False, last=None, detail=detail
+                self.result.cleanup, *self.result.other_cleanups = (
+                    CleanupResult(run_id, confirmed=False, last=None, detail=detail)
+                    for run_id in (active, *self.seq.others)
                 )
 
     def _clean_up(self, window: float, reset_budget: float = 0.0) -> None:
@@ -211,13 +214,15 @@ class Coordinator:
                 attempt.ended_at = seq.clock.monotonic()
         if seq.active is None:
             return
-        self.result.cleanup = cancel_and_confirm(
+        # Runs bearing our request id besides the child (copies, found by run-name) go with it.
+        first, *others = cancel_and_confirm_all(
             seq.client,
             seq.clock,
-            seq.active,
+            [seq.active, *seq.others],
             window=window,
             reset_budget=reset_budget,
             log=seq.report.log,
         )
-        if self.result.cleanup.confirmed:
+        self.result.cleanup, self.result.other_cleanups = first, others
+        if all(result.confirmed for result in (first, *others)):
             seq.active = None  # the post step has nothing left to read (state child-over)

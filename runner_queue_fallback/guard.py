@@ -1,14 +1,17 @@
 """The child's startup guard: the first step of the worker job, before any workload code runs.
 
     attempt, request id (no API request) -> own run identity -> parent run active, of the
-    coordinator workflow, started before this child -> source ref at source-sha
+    coordinator workflow in this repository (at coordinator-ref), started before this child ->
+    no earlier run bearing the request id -> source ref at source-sha
 
 What it proves: this run is attempt 1 of a `workflow_dispatch` whose run-name is a request id the
 coordinator format makes for exactly the parent run and attempt named by the inputs; that parent
-is in progress at that attempt (and, with `coordinator-workflow`, a run of that workflow); the
-child was created after that attempt started; and the source ref still points at the approved
-SHA. What it cannot prove: that the coordinator, and not a person who may dispatch the child,
-sent the dispatch (see the README's trust model).
+is in progress at that attempt (and, with `coordinator-workflow`, a run of that workflow file of
+this repository; with `coordinator-ref`, from that ref); the child was created after that attempt
+started; it is the earliest run bearing its request id (a copy of a live child's inputs is
+later); and the source ref still points at the approved SHA. What it cannot prove: that the
+coordinator, and not a person who may dispatch the child, sent the dispatch (see the README's
+trust model).
 
 Every check must hold. All requests and retries share one startup deadline, 2 minutes from the
 guard's start (spec: "The worker guard uses the same initial check before allowing workload
@@ -45,9 +48,13 @@ ATTEMPT = "child attempt"
 REQUEST = "request id"
 IDENTITY = "child identity"
 PARENT = "parent run"
+ORIGINAL = "first run of the request"
 SOURCE = "source ref"
 #: The checks in the order the guard runs them.
-CHECKS = (ATTEMPT, REQUEST, IDENTITY, PARENT, SOURCE)
+CHECKS = (ATTEMPT, REQUEST, IDENTITY, PARENT, ORIGINAL, SOURCE)
+#: The events whose run names its own repository's branch in `head_branch` (a pull request's
+#: `head_branch` is the branch it comes from, in whatever repository that is).
+_BRANCH_EVENTS = frozenset({"workflow_dispatch", "push", "schedule"})
 
 _RERUN_ADVICE = "Do not rerun a child directly; rerun its parent instead."
 _IDENTITY_ADVICE = (
@@ -65,7 +72,22 @@ _REQUEST_ADVICE = (
 )
 _COORDINATOR_ADVICE = (
     "The parent named by parent-run-id is not a run of the coordinator workflow this child "
-    "trusts (the guard's coordinator-workflow input); the workload must not start."
+    "trusts (the guard's coordinator-workflow input, a file under .github/workflows/ of this "
+    "repository); the workload must not start."
+)
+_REF_ADVICE = (
+    "The parent named by parent-run-id is not shown to have run its workflow from the ref this "
+    "child trusts (the guard's coordinator-ref input); the workload must not start."
+)
+_COPY_ADVICE = (
+    "Another run bearing this request id was created before this one: the coordinator "
+    "dispatches each request id once, so this run is a copy of its inputs and must not run the "
+    "workload."
+)
+_INCOMPLETE_ADVICE = (
+    "The guard must see every run of this workflow since the parent attempt started to know "
+    "that none bearing this request id came first; it could not (more than 10 pages of 100), "
+    "so the workload is blocked."
 )
 _CREATED_ADVICE = (
     "A child dispatched by its parent's attempt is created after that attempt started; this one "
@@ -170,6 +192,7 @@ class Guard:
         self.reporter = reporter
         self._deadline = 0.0
         self._own: WorkflowRun | None = None
+        self._parent: WorkflowRun | None = None
 
     def run(self) -> GuardResult:
         """Run every check in order; stop at the first that does not hold. Never raises RQFError.
@@ -184,6 +207,7 @@ class Guard:
             REQUEST: self._check_request_id,
             IDENTITY: self._check_identity,
             PARENT: self._check_parent,
+            ORIGINAL: self._check_original,
             SOURCE: self._check_source,
         }
         refusal: GuardRefused | None = None
@@ -208,12 +232,19 @@ class Guard:
         i = self.inputs
         parent = f"run {i.parent_run_id} attempt {i.parent_run_attempt}, active"
         if i.coordinator_workflows:
-            parent += f", a run of {' or '.join(i.coordinator_workflows)}"
+            files = " or ".join(f".github/workflows/{f}" for f in i.coordinator_workflows)
+            parent += f", a run of {files} in {self.ctx.repository}"
+        if i.coordinator_ref:
+            parent += f", at {i.coordinator_ref}"
         return {
             ATTEMPT: "attempt 1",
             REQUEST: f"rqf-{i.parent_run_id}-{i.parent_run_attempt}-<n>-<8 hex digits>",
             IDENTITY: f"run-name {i.request_id!r}, event workflow_dispatch",
             PARENT: f"{parent}, started before this child was created",
+            ORIGINAL: (
+                f"the earliest run with run-name {i.request_id!r} created since the parent "
+                "attempt started"
+            ),
             SOURCE: f"{i.source_ref} at {i.source_sha}",
         }
 
@@ -286,19 +317,67 @@ class Guard:
             if observed.startswith("expected ") and ", observed " in observed:
                 observed = observed.split(", observed ", 1)[1]  # keep only what was seen
             raise self._refuse(PARENT, observed, _PARENT_ADVICE) from None
-        observed = f"run {run.id} attempt {run.run_attempt}, {run.status}"
-        if i.coordinator_workflows:
-            file = _workflow_file(run)
-            observed += f", a run of {file or repr(run.path)}"
-            if file not in i.coordinator_workflows:
-                raise self._refuse(PARENT, observed, _COORDINATOR_ADVICE)
+        observed = self._check_coordinator(
+            run, f"run {run.id} attempt {run.run_attempt}, {run.status}"
+        )
         own = self._own
         if own is None or run.run_started_at is None or own.created_at < run.run_started_at:
             started = run.run_started_at.isoformat() if run.run_started_at else "unknown"
             created = own.created_at.isoformat() if own else "unknown"
             observed += f", attempt started {started}, this child created {created}"
             raise self._refuse(PARENT, observed, _CREATED_ADVICE)
+        self._parent = run
         return f"{observed}, started before this child"
+
+    def _check_coordinator(self, run: WorkflowRun, observed: str) -> str:
+        """The parent is a run of a `coordinator-workflow` file here, from `coordinator-ref`."""
+        i, repository = self.inputs, self.ctx.repository
+        if i.coordinator_workflows:
+            file = _workflow_file(run, repository)
+            observed += f", a run of {file or repr(run.path)}"
+            if file not in i.coordinator_workflows:
+                raise self._refuse(PARENT, observed, _COORDINATOR_ADVICE)
+        if i.coordinator_ref:
+            ref, why = _workflow_ref(run, repository)
+            if ref is None:
+                raise self._refuse(PARENT, f"{observed}, {why}", _REF_ADVICE)
+            observed += f", at {ref} ({why})"
+            if ref != i.coordinator_ref:
+                raise self._refuse(PARENT, observed, _REF_ADVICE)
+        return observed
+
+    def _check_original(self) -> str:
+        """No earlier run bears this request id: read every run since the parent attempt started.
+
+        The real child is the first run bearing its request id (the id exists only from its
+        dispatch on); a copy of its inputs is created later. Ties on `created_at` (whole
+        seconds) go to the lower run id, as GitHub numbers runs in creation order.
+        """
+        own, parent = self._own, self._parent
+        if own is None or parent is None or parent.run_started_at is None:
+            raise self._refuse(ORIGINAL, "own run or parent attempt unknown", _UNEXPECTED_ADVICE)
+        workflow = own.workflow_id or _workflow_file(own, self.ctx.repository)
+        if not workflow:
+            raise self._refuse(ORIGINAL, f"own workflow unknown ({own.path!r})", _UNEXPECTED_ADVICE)
+        runs, complete = self.client.list_runs_created_between(
+            workflow, parent.run_started_at, own.created_at, deadline=self._deadline
+        )
+        if not complete:
+            raise self._refuse(
+                ORIGINAL,
+                f"{len(runs)} run(s) listed, not every run since the parent attempt started",
+                _INCOMPLETE_ADVICE,
+            )
+        request_id = self.inputs.request_id  # this run's run-name (the identity check)
+        named = {r.id: r for r in runs if r.display_title == request_id} | {own.id: own}
+        first = min(named.values(), key=lambda r: (r.created_at, r.id))
+        if first.id != own.id:
+            observed = (
+                f"a copy of run {first.id} (created {first.created_at.isoformat()}; this run "
+                f"{own.id} created {own.created_at.isoformat()})"
+            )
+            raise self._refuse(ORIGINAL, observed, _COPY_ADVICE)
+        return f"earliest of {len(named)} run(s) with this run-name among {len(runs)} listed"
 
     def _check_source(self) -> str:
         """The source ref still points at the approved SHA."""
@@ -313,15 +392,51 @@ class Guard:
         return observed
 
 
-def _workflow_file(run: WorkflowRun) -> str:
-    """The file name of the run's workflow; empty when its path has another form.
+def _workflow_file(run: WorkflowRun, repository: str) -> str:
+    """The file name of the run's workflow in `repository`; empty for a path of any other form.
 
-    GitHub shows `.github/workflows/x.yml`, and also `owner/repo/.github/workflows/x.yml@ref`.
+    GitHub shows `.github/workflows/x.yml`, and also `owner/repo/.github/workflows/x.yml@ref`:
+    an `owner/repo/` prefix must name `repository` (compared case-insensitively, as GitHub
+    compares names), anything else is another repository's workflow or no workflow file.
     """
-    head, marker, file = run.workflow_file_path.rpartition(".github/workflows/")
-    if not marker or (head and not head.endswith("/")) or "/" in file:
+    path = run.workflow_file_path
+    prefix = f"{repository}/"
+    if repository and path[: len(prefix)].lower() == prefix.lower():
+        path = path[len(prefix) :]
+    file = path.removeprefix(".github/workflows/")
+    if file == path or not file or "/" in file:
         return ""
     return file
+
+
+def _workflow_ref(run: WorkflowRun, repository: str) -> tuple[str | None, str]:
+    """The ref the run's workflow ran from, and how that is known (or why it is not).
+
+    None unless its `path` is a workflow file of `repository`. The `@ref` of that `path` when it
+    is a full ref. Otherwise only a run of this repository's
+    own code with an event that runs its branch (`workflow_dispatch`, `push`, `schedule`) says
+    its ref: `refs/heads/<head_branch>`. A pull request's `head_branch` is the branch it comes
+    from, in the fork when it comes from one: a fork's branch named `main` is not ours.
+    """
+    if not _workflow_file(run, repository):
+        return None, f"its workflow path {run.path!r} is no workflow file of {repository}"
+    _, at, ref = run.path.partition("@")
+    if at and ref.startswith("refs/"):
+        return ref, "the @ref of its workflow path"
+    head = run.head_repository.full_name if run.head_repository is not None else None
+    if head is None or head.lower() != repository.lower():
+        return None, f"its workflow ref is unknown: its code comes from {head!r}, not {repository}"
+    if run.event not in _BRANCH_EVENTS:
+        return None, (
+            f"its workflow ref is unknown: a {run.event} run does not name the branch it ran "
+            "from (only workflow_dispatch, push and schedule runs do)"
+        )
+    if not run.head_branch or (at and ref != run.head_branch):
+        return None, (
+            f"its workflow ref is unknown: head branch {run.head_branch!r}, workflow path "
+            f"{run.path!r}"
+        )
+    return f"refs/heads/{run.head_branch}", f"the head branch of its {run.event} run"
 
 
 def _api_failure(error: GitHubError) -> tuple[str, str]:

@@ -26,7 +26,7 @@ COORDINATOR_INPUTS = (
     "token",
 )
 #: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
-#: workflow file name(s), the API version and the token.
+#: workflow file name(s) and ref, the API version and the token.
 GUARD_INPUTS = (
     "request-id",
     "parent-run-id",
@@ -34,6 +34,7 @@ GUARD_INPUTS = (
     "source-ref",
     "source-sha",
     "coordinator-workflow",
+    "coordinator-ref",
     "api-version",
     "token",
 )

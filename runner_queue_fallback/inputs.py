@@ -127,6 +127,8 @@ class GuardInputs(BaseModel):
     source_sha: str
     #: the coordinator workflow file names the parent run may be a run of (empty: not checked)
     coordinator_workflows: tuple[str, ...] = ()
+    #: the full ref the parent's workflow must run from, such as refs/heads/main (empty: not checked)
+    coordinator_ref: str = ""
     token: SecretStr
     api_version: ApiVersionSetting = AUTO
 
@@ -258,6 +260,18 @@ def _source_ref(name: str, raw: str) -> str:
             "must be a full ref",
             given=raw,
             allowed="refs/heads/<branch>, refs/tags/<tag>, refs/pull/<n>/merge or refs/pull/<n>/head",
+        )
+    return raw
+
+
+def _branch_or_tag_ref(name: str, raw: str) -> str:
+    """A full branch or tag ref (what a workflow run's ref looks like), by git's rules."""
+    if not (raw.startswith(("refs/heads/", "refs/tags/")) and valid_ref_name(raw)):
+        raise InputError(
+            name,
+            "must be a full branch or tag ref",
+            given=raw,
+            allowed="refs/heads/<branch> or refs/tags/<tag>, such as refs/heads/main",
         )
     return raw
 
@@ -439,6 +453,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     source_sha = reader.get("source-sha", _sha, "", required=True)
     none: tuple[str, ...] = ()
     coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
+    coordinator_ref = reader.get("coordinator-ref", _branch_or_tag_ref, "", required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
     api_version = _read_api_version(reader)
     reader.done()
@@ -449,6 +464,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         source_ref=source_ref,
         source_sha=source_sha,
         coordinator_workflows=coordinators,
+        coordinator_ref=coordinator_ref,
         token=token,
         api_version=api_version,
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from runner_queue_fallback import timing
 from runner_queue_fallback.inputs import PoolSettings
 from runner_queue_fallback.profiles import Candidate
+from runner_queue_fallback.report import escape_log_line
 
 __all__ = ["Plan", "make_plan"]
 
@@ -48,11 +49,23 @@ class Plan:
 
         The admission waits (`admission-timeout-minutes`, plus one random spread) come before a
         dispatch; one wait for a spent quota to reset may come once a child exists. Neither is
-        in the minimum timeout, which stays what the spec computes.
+        in the minimum timeout, which stays what the spec computes. A quota spent again after
+        its reset is left out: see `request_wait_max_minutes` (README, departure 1).
         """
         admission = self.settings.admission_timeout_minutes
         spread = timing.ADMISSION_SPREAD_SECONDS / 60 if admission else 0.0
         return admission + spread + timing.QUOTA_WINDOW_SECONDS / 60
+
+    @property
+    def request_wait_max_minutes(self) -> float:
+        """The longest one request waits once a child exists, when every reset is spent at once.
+
+        Up to `timing.PATIENT_RATE_LIMIT_WAITS` waits after refusals, and one more before it is
+        sent when the reply before said the quota was spent; each reset is believed up to
+        `timing.RESET_WAIT_MAX_SECONDS` away. `quota_extra_minutes` leaves this out.
+        """
+        resets = timing.PATIENT_RATE_LIMIT_WAITS + 1
+        return resets * timing.RESET_WAIT_MAX_SECONDS / 60
 
     @property
     def fits_hosted_runner(self) -> bool:
@@ -75,14 +88,21 @@ class Plan:
             "timeout-minutes": self.timeout_minutes,
             "admission-timeout-minutes": self.settings.admission_timeout_minutes,
             "quota-extra-minutes": self.quota_extra_minutes,
+            "request-quota-wait-max-minutes": self.request_wait_max_minutes,
             "fits-hosted-runner": self.fits_hosted_runner,
         }
 
     def render(self) -> str:
         """The plan as a table a person reads in a terminal or a log."""
         rows = [("#", "pool", "group", "labels", "queue deadline")]
-        rows += [
-            (str(n), c.name or "-", c.group, c.label_text, f"{_fmt(c.queue_minutes)} min")
+        rows += [  # a group or label is any text the `runners` input gives: one cell, one line
+            (
+                str(n),
+                c.name or "-",
+                escape_log_line(c.group),
+                escape_log_line(c.label_text),
+                f"{_fmt(c.queue_minutes)} min",
+            )
             for n, c in enumerate(self.candidates, start=1)
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -109,6 +129,11 @@ class Plan:
                 f"repository's API quota runs short (admission-timeout-minutes "
                 f"{s.admission_timeout_minutes} + spread, one quota reset of 60 min); not "
                 "included above"
+            ),
+            (
+                "                   left out: a quota spent again at every reset, when one request "
+                f"may wait up to {timing.PATIENT_RATE_LIMIT_WAITS + 1} resets "
+                f"({_fmt(self.request_wait_max_minutes)} min) before its error is reported"
             ),
         ]
         if not self.fits_hosted_runner:

@@ -9,6 +9,7 @@ one escaping path, kept here (DESIGN.md invariant 9):
 - `escape_log_line`: every log line, so outside text can never start a line, begin a workflow
   command (`::name::`, even after leading whitespace) or carry the legacy `##[name]` syntax;
 - `escape_data` / `escape_property`: the message and properties of our own commands;
+- `escape_json`: JSON a command prints (`--json`), where `##[` inside a string is escaped;
 - `escape_markdown` and `markdown_link`: the step summary, where outside text cannot become
   Markdown structure, a link or an image, and a URL links only to the server's own host;
 - `escape_mermaid`: a label in the summary's Mermaid chart, where only a whitelist of characters
@@ -30,6 +31,7 @@ __all__ = [
     "COORDINATOR_OUTPUTS",
     "Reporter",
     "escape_data",
+    "escape_json",
     "escape_log_line",
     "escape_markdown",
     "escape_mermaid",
@@ -107,6 +109,23 @@ def _needs_log_escape(text: str) -> bool:
 def escape_property(text: str) -> str:
     """Escape a workflow-command property value."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+#: Line separators JSON leaves raw in a string when written with `ensure_ascii=False`.
+_JSON_RAW_BREAK = re.compile("[\x85\u2028\u2029]")
+
+
+def escape_json(text: str) -> str:
+    r"""JSON text (`json.dumps`, indented or not) made safe to print; it reads back the same.
+
+    No line of JSON starts with `::` (each starts with a bracket, a quote, a digit or a literal),
+    and `json.dumps` writes CR, LF and the other control characters inside a string as escapes.
+    What is left is `##[`, which the runner looks for anywhere in a line and which can stand only
+    inside a string: it is written `##\u005b`; and the separators JSON may leave raw (`\x85`,
+    `\u2028`, `\u2029`) are written as `\uXXXX` escapes too.
+    """
+    text = _JSON_RAW_BREAK.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+    return text.replace(_LEGACY_COMMAND, "##\\u005b")
 
 
 #: Characters that make inline Markdown structure: links and images (`[`, `]`), emphasis,

@@ -24,6 +24,7 @@ from runner_queue_fallback.commands import Main
 from runner_queue_fallback.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.report import escape_json, escape_log_line
 from runner_queue_fallback.scenarios import (
     DEFAULT_SCENARIO,
     CatalogueEntry,
@@ -82,7 +83,7 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
             _validate_inputs(spec.inputs)
         entry = _with_expectation(chosen, stated, _flags(args, inputs))
     except (SimulateError, CatalogueError) as exc:
-        print(f"simulate: error: {exc}", file=out)
+        print(escape_log_line(f"simulate: error: {exc}"), file=out)
         return EXIT_BAD_INPUT
     stated = True  # every run has an expectation: the catalogue's, or one recomputed
     started = SystemClock().monotonic()
@@ -93,9 +94,11 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
         for r, c in zip(sim.runs, entry.coordinators, strict=True)
     ]
     if args.json:
-        print(json.dumps(as_json(sim, entry, problems, stated=stated), indent=2), file=out)
-    else:
-        print("\n".join(render(sim, entry, problems, stated=stated, wall=wall)), file=out)
+        document = as_json(sim, entry, problems, stated=stated)
+        print(escape_json(json.dumps(document, indent=2)), file=out)
+    else:  # each rendered line is one log line, whatever a flag's value holds
+        lines = render(sim, entry, problems, stated=stated, wall=wall)
+        print("\n".join(escape_log_line(line) for line in lines), file=out)
     return EXIT_UNEXPECTED if any(problems) else EXIT_OK
 
 
@@ -328,9 +331,9 @@ def render_log(lines: Iterable[tuple[float, str]]) -> list[str]:
             continue
         title = _title(match["props"] or "")
         head = f"{name.upper() if name == 'error' else name}{f' ({title})' if title else ''}: "
-        first, *rest = message.split("\n")
-        rendered.append(f"{stamp(at)} {indent}{head}{first}")
-        rendered += [f"{' ' * len(stamp(at))} {indent}  {more}" for more in rest]
+        # Our annotations are one line each: a line break in one came from a value, and stays
+        # visible (`\n`) on the annotation's own line.
+        rendered.append(escape_log_line(f"{stamp(at)} {indent}{head}{message}"))
     return rendered
 
 

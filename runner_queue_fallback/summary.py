@@ -126,6 +126,11 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
         ]
     if result.cleanup is not None:
         lines += [f"**Cleanup:** {escape_markdown(result.cleanup.describe())}", ""]
+    for other in result.other_cleanups:  # copies bearing the child's request id
+        lines += [
+            f"**Cleanup of a run with the same run-name:** {escape_markdown(other.describe())}",
+            "",
+        ]
     link = worker_link(last)
     if link is not None:
         lines += [markdown_link(link[0], link[1], server_url), ""]
@@ -223,3 +228,8 @@ def publish(result: Result, reporter: Reporter) -> None:
             reporter.log(line)
         else:
             reporter.error(line, title="Cleanup not confirmed")
+    for other in result.other_cleanups:  # copies bearing the child's request id: no link
+        if other.confirmed:
+            reporter.log(other.describe())
+        else:
+            reporter.error(other.describe(), title="Cleanup not confirmed")

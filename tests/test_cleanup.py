@@ -11,7 +11,9 @@ from runner_queue_fallback.cli import main
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.sim.model import Timings
+from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import FakeGitHub
+from tests.outside import JOBS_PATH, Tamper, json_body, with_json
 from tests.test_sim_support import GROUP, dispatch, make_world
 
 
@@ -54,8 +56,56 @@ def test_post_step_cancels_and_confirms_the_saved_child(tmp_path: Path):
     code, log = post_step(world, clock, state, tmp_path)
     assert code == 0
     assert f"cleanup confirmed: child run {run_id}" in log
-    assert f" \u2014 View worker job logs here (run link): https://github.test/runs/{run_id}" in log
+    job = world.runs[run_id].job
+    assert job is not None
+    job_url = f"https://github.test/octo-org/octo-repo/actions/runs/{run_id}/job/{job.id}"
+    assert f"cleanup confirmed: child run {run_id}" in log
+    assert f" \u2014 View worker job logs here: {job_url}" in log, "the job, not the run"
+    assert f"View worker job logs here: `{job_url}`" in (tmp_path / "summary.md").read_text()
     assert world.history[run_id].conclusion == "cancelled"
+
+
+def _no_jobs(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+    """A server that lists no job for any run."""
+    del method, world
+    if not JOBS_PATH.search(path) or not isinstance(json_body(reply), dict):
+        return None
+    return with_json(reply, {"total_count": 0, "jobs": []})
+
+
+def test_post_step_links_the_run_only_as_the_labelled_fallback(tmp_path: Path):
+    """No job link is known (none listed, none saved): the run's, labelled as the fallback."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    Tamper(world, [_no_jobs]).install()
+    run_id = dispatch(world, "rqf-1", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    state = {"request-id": "rqf-1", "child-run-id": str(run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(world, clock, state, tmp_path)
+    assert code == 0
+    run_url = f"https://github.test/octo-org/octo-repo/actions/runs/{run_id}"
+    label = "View worker job logs here (run link: the job link is not available)"
+    assert f"cleanup confirmed: child run {run_id}" in log
+    assert f" \u2014 {label}: {run_url}" in log
+
+
+def test_post_step_links_the_job_the_main_step_saved(tmp_path: Path):
+    """The job is not listed to the post step, but the main step saved its link."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    Tamper(world, [_no_jobs]).install()
+    run_id = dispatch(world, "rqf-1", labels="linux-amd64-cpu8")
+    clock.advance(30)
+    saved = f"https://github.test/octo-org/octo-repo/actions/runs/{run_id}/job/7"
+    state = {
+        "request-id": "rqf-1",
+        "child-run-id": str(run_id),
+        "child-request-id": "rqf-1",
+        "child-job-url": saved,
+    }
+    code, log = post_step(world, clock, state, tmp_path)
+    assert code == 0
+    assert f" \u2014 View worker job logs here: {saved}" in log
     assert "ghs_post_token" not in log.replace("::add-mask::ghs_post_token", "")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -887,24 +887,73 @@ def test_without_a_child_a_rate_limit_wait_of_one_minute_is_the_most_taken(
         assert clock.sleeps == []
 
 
-@pytest.mark.parametrize(("ahead", "waited"), [(3630, True), (3700, False)])
+@pytest.mark.parametrize(("ahead", "wait"), [(3630, 3631.0), (3700, 60.0)])
 def test_a_reset_is_waited_for_up_to_an_hour_and_a_minute_of_clock_margin(
-    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, ahead, waited
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, ahead, wait
 ) -> None:
     """No quota window is longer than an hour: a reset up to a minute beyond it is a clock
-    difference and is waited for; one further away is not believed, and the error is reported."""
+    difference and is waited for; one further away is not believed: it is absent, and the
+    limit is waited out as one without a reset (a minute's back-off)."""
     client.patience = Patience.CHILD_EXISTS
     reset = int(clock.now().timestamp()) + ahead
     headers = {"x-ratelimit-remaining": "0", "x-ratelimit-reset": str(reset)}
     error_reply(mocked, 403, "API rate limit exceeded", headers=headers)
-    if waited:
-        run_reply(mocked)
-        client.get_run(42)
-        assert clock.sleeps == [ahead + 1.0]
-    else:
-        with pytest.raises(RateLimited):
-            client.get_run(42)
-        assert clock.sleeps == []
+    run_reply(mocked)
+    client.get_run(42)
+    assert clock.sleeps == [wait]
+
+
+#: A reset of 17 digits: a year no date can hold (`datetime.fromtimestamp` raises).
+HUGE_RESET = "12345678901234567"
+
+
+@pytest.mark.parametrize(
+    "reset",
+    [
+        pytest.param(lambda _now: HUGE_RESET, id="17-digits"),
+        pytest.param(lambda _now: "253402300800", id="year-10000"),
+        pytest.param(lambda now: str(now + 3700), id="an-hour-and-more-ahead"),
+    ],
+)
+def test_a_reset_beyond_the_hour_is_absent_in_every_read_of_it(
+    client: GitHubClient,
+    mocked: responses.RequestsMock,
+    clock: FakeClock,
+    reset: Callable[[int], str],
+) -> None:
+    """A reply with 0 left and an unbelievable reset: nothing waits for it, and `reset_time()`
+    (which log lines on the way to a cancel call) says `?` instead of raising."""
+    client.patience = Patience.CHILD_EXISTS
+    header = reset(int(clock.now().timestamp()))
+    run_reply(mocked, headers={"x-ratelimit-remaining": "0", "x-ratelimit-reset": header})
+    client.get_run(42)
+    assert client.stats.rate_reset is None
+    assert client.reset_time() == "?"
+    assert client.quota_reset_in() is None
+    assert client.seconds_to_reset() == 0.0
+    mocked.post(f"{RUN_URL}/cancel", status=202, json={})
+    assert client.cancel_run(42) is CancelOutcome.ACCEPTED  # sent at once, no wait
+    assert clock.sleeps == []
+
+
+def test_a_rate_limit_overview_with_a_17_digit_reset_is_absent(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """GET /rate_limit's body is read the same way: a reset no date holds is none."""
+    core = {"limit": 1000, "remaining": 0, "reset": int(HUGE_RESET), "used": 1000}
+    mocked.get(f"{API}/rate_limit", json={"resources": {"core": core}})
+    client.get_rate_limit()
+    assert client.stats.rate_remaining == 0
+    assert client.stats.rate_reset is None
+    assert not client.quota_known()
+    assert client.reset_time() == "?"
+
+
+def test_reset_time_never_raises_whatever_the_stats_hold(client: GitHubClient) -> None:
+    """`reset_time()` formats only a believable reset; anything else is `?`."""
+    for value in (float(HUGE_RESET), float("inf"), float("nan"), -1.0):
+        client.stats.rate_reset = value
+        assert client.reset_time() == "?"
 
 
 def test_once_a_child_exists_one_request_takes_at_most_four_rate_limit_waits(

@@ -25,6 +25,7 @@ from runner_queue_fallback.guard import (
     ATTEMPT,
     CHECKS,
     IDENTITY,
+    ORIGINAL,
     PARENT,
     SOURCE,
     Guard,
@@ -40,6 +41,8 @@ from runner_queue_fallback.sim import (
     WorkerContext,
     Workload,
 )
+from runner_queue_fallback.sim.reply import Reply
+from tests.outside import Tamper, json_body, with_json
 
 PARENT_ID = 4242
 SOURCE_REF = "refs/heads/feature"
@@ -54,10 +57,10 @@ COORDINATOR_WORKFLOW = "runner-check.yml"  # the fake parent run's workflow
 
 
 def make_world(
-    clock: FakeClock, *, visibility: float = 0.0, parent_after: float = 0.0
+    clock: FakeClock, *, visibility: float = 0.0, parent_after: float = 0.0, listing: float = 0.0
 ) -> FakeGitHub:
     """A repository with the child workflow, a source branch and an active parent run."""
-    world = FakeGitHub(clock, timings=Timings(visibility_delay=visibility))
+    world = FakeGitHub(clock, timings=Timings(visibility_delay=visibility, listing_delay=listing))
     world.add_workflow()
     world.add_ref("heads/feature")
     if not math.isinf(parent_after):
@@ -150,7 +153,7 @@ def test_every_check_holds_without_waiting(clock: FakeClock):
     assert [c.name for c in result.checks] == list(CHECKS)
     assert all(c.passed for c in result.checks)
     assert clock.sleeps == []
-    assert [(e.method, e.status) for e in world.ledger] == [("GET", 200)] * 3
+    assert [(e.method, e.status) for e in world.ledger] == [("GET", 200)] * 4
 
 
 def test_parent_not_visible_for_20s_passes_at_20s(clock: FakeClock):
@@ -346,6 +349,261 @@ def test_summary_and_log_name_every_check(clock: FakeClock):
     assert TOKEN not in log.getvalue().replace(f"::add-mask::{TOKEN}", "")
 
 
+@pytest.mark.parametrize("status", ["waiting", "action_required", "no-such-status"])
+def test_parent_in_an_unknown_state_is_refused_at_once(clock: FakeClock, status: str):
+    """Only queued, requested and pending are waited for; any other state refuses at once."""
+    world = make_world(clock)
+    world.runs[PARENT_ID].status = status
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), PARENT)
+    assert f"status {status!r}" in refusal.observed
+    assert clock.monotonic() == 0.0
+    assert requests_to(world, f"/actions/runs/{PARENT_ID}") == 1
+
+
+# -- copies: the real child is the first run bearing its request id ------------------------
+
+
+def list_pages(world: FakeGitHub) -> list[str]:
+    """The query strings of every runs-list page the guard read."""
+    return [e.query for e in world.ledger if e.path.endswith("/runs") and e.method == "GET"]
+
+
+@pytest.mark.parametrize("later", [3.0, 0.4], ids=["3s-later", "same-second"])
+def test_a_copy_dispatched_seconds_after_the_real_child_is_refused(clock: FakeClock, later: float):
+    """Someone copies a live child's inputs: same request id, parent and source. It is later.
+
+    In the same second the two `created_at` are equal and the lower run id is the real child.
+    """
+    world = make_world(clock)
+    real = dispatch_child(world)
+    clock.sleep(later)
+    copy = dispatch_child(world)
+    clock.sleep(2.0)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, copy)), ORIGINAL)
+    assert refusal.observed.startswith(f"a copy of run {real} (created ")
+    assert "copy of its inputs" in str(refusal)
+    assert requests_to(world, "/git/ref/heads/feature") == 0  # refused before the source check
+    assert run_guard(world, clock, guard_environ(world, real)).passed
+
+
+def test_a_copy_behind_more_than_a_page_of_other_runs_is_refused(clock: FakeClock):
+    """150 other requests between the real child and the copy: every page is read.
+
+    A search that stopped at the first page holding a match saw only the copy itself.
+    """
+    world = make_world(clock)
+    real = dispatch_child(world)
+    for n in range(150):
+        clock.sleep(0.2)
+        dispatch_child(world, request_id=f"rqf-{PARENT_ID}-1-{n + 2}-{n:08x}")
+    copy = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, copy)), ORIGINAL)
+    assert refusal.observed.startswith(f"a copy of run {real} ")
+    assert len(list_pages(world)) == 2
+
+
+def test_the_listing_covers_the_parent_attempt_to_the_childs_creation(clock: FakeClock):
+    """One range query: from the parent attempt's start to this run's `created_at`."""
+    world = make_world(clock)
+    clock.sleep(30.0)
+    run_id = dispatch_child(world)
+    clock.sleep(5.0)
+    assert run_guard(world, clock, guard_environ(world, run_id)).passed
+    [query] = list_pages(world)
+    started = world.render.time(world.runs[PARENT_ID].started_at)
+    created = world.render.time(world.runs[run_id].created_at)
+    assert f"&created={started}..{created}&" in query
+
+
+def test_more_runs_than_the_page_bound_refuses(clock: FakeClock):
+    """1,001 runs since the parent attempt started: 10 pages cannot show them all; refused."""
+    world = make_world(clock)
+    for n in range(1000):
+        dispatch_child(world, request_id=f"rqf-{PARENT_ID}-1-{n + 2}-{n:08x}")
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), ORIGINAL)
+    assert refusal.observed == "1000 run(s) listed, not every run since the parent attempt started"
+    assert len(list_pages(world)) == 10
+
+
+def test_a_listing_that_says_more_runs_than_it_shows_refuses(clock: FakeClock):
+    """GitHub lists at most 1,000 runs per query: a `total_count` above what was seen refuses."""
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+
+    def rule(method: str, path: str, reply: Reply, _world: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method == "GET" and path.endswith("/runs") and isinstance(body, dict):
+            return with_json(reply, {**body, "total_count": 1500})
+        return None
+
+    Tamper(world, [rule]).install()
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), ORIGINAL)
+    assert refusal.observed == "1 run(s) listed, not every run since the parent attempt started"
+
+
+def test_the_real_child_passes_while_the_listing_lags(clock: FakeClock):
+    """The listing does not show the child yet (older servers lag by minutes): it still passes."""
+    world = make_world(clock, listing=600.0)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, guard_environ(world, run_id))
+    assert result.passed
+    assert "earliest of 1 run(s) with this run-name among 0 listed" in result.checks[4].observed
+
+
+def test_a_listing_that_lags_hides_the_real_child_from_a_copy_for_that_long(clock: FakeClock):
+    """What remains (README, trust model): a copy checked before the real child is listed passes."""
+    world = make_world(clock, listing=10.0)
+    real = dispatch_child(world)
+    clock.sleep(2.0)
+    copy = dispatch_child(world)
+    assert run_guard(world, clock, guard_environ(world, copy)).passed
+    clock.sleep(10.0)
+    refused_at(run_guard(world, clock, guard_environ(world, copy)), ORIGINAL)
+    assert run_guard(world, clock, guard_environ(world, real)).passed
+
+
+# -- the parent is this repository's coordinator, from coordinator-ref ----------------------
+
+OTHER_PATH = "other-org/any-repo/.github/workflows/runner-check.yml@refs/heads/main"
+
+
+def parent_shows(world: FakeGitHub, **fields: object) -> Tamper:
+    """Rewrite the fields of the parent run in every reply that shows it."""
+
+    def rule(method: str, path: str, reply: Reply, _world: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method == "GET" and path.endswith(f"/runs/{PARENT_ID}") and isinstance(body, dict):
+            return with_json(reply, {**body, **fields})
+        return None
+
+    return Tamper(world, [rule]).install()
+
+
+def trusting_environ(
+    world: FakeGitHub, run_id: int, ref: str | None = "refs/heads/main"
+) -> dict[str, str]:
+    extra = {"INPUT_COORDINATOR-WORKFLOW": COORDINATOR_WORKFLOW}
+    if ref is not None:
+        extra["INPUT_COORDINATOR-REF"] = ref
+    return guard_environ(world, run_id, **extra)
+
+
+@pytest.mark.parametrize(
+    ("path", "passes"),
+    [
+        (".github/workflows/runner-check.yml", True),
+        ("octo-org/octo-repo/.github/workflows/runner-check.yml@refs/heads/main", True),
+        ("Octo-Org/Octo-Repo/.github/workflows/runner-check.yml", True),
+        (OTHER_PATH, False),
+        ("octo-org/octo-repo/x/.github/workflows/runner-check.yml", False),
+        ("octo-org/octo-repo/.github/workflows/sub/runner-check.yml", False),
+    ],
+)
+def test_the_parent_must_be_a_run_of_this_repositorys_coordinator(
+    clock: FakeClock, path: str, passes: bool
+):
+    """A path that names another repository's `runner-check.yml` is not our coordinator."""
+    world = make_world(clock)
+    parent_shows(world, path=path)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, trusting_environ(world, run_id, ref=None))
+    if passes:
+        assert result.passed, result.log_lines()
+        return
+    refusal = refused_at(result, PARENT)
+    assert repr(path) in refusal.observed
+    assert "in octo-org/octo-repo" in refusal.expected
+
+
+@pytest.mark.parametrize(
+    ("fields", "passes"),
+    [
+        pytest.param({}, True, id="dispatched-on-main"),
+        pytest.param({"event": "push"}, True, id="push-to-main"),
+        pytest.param({"event": "schedule"}, True, id="schedule"),
+        pytest.param({"path": ".github/workflows/runner-check.yml@main"}, True, id="short-at-ref"),
+        pytest.param(
+            {"path": ".github/workflows/runner-check.yml@refs/heads/main", "event": "pull_request"},
+            True,
+            id="full-at-ref",
+        ),
+        pytest.param({"head_branch": "feature"}, False, id="dispatched-on-a-branch"),
+        pytest.param(
+            {"path": ".github/workflows/runner-check.yml@refs/heads/feature"},
+            False,
+            id="at-another-ref",
+        ),
+        pytest.param(
+            {"path": ".github/workflows/runner-check.yml@feature"}, False, id="short-at-mismatch"
+        ),
+        pytest.param({"event": "pull_request"}, False, id="pull-request-from-main"),
+        pytest.param({"head_branch": None}, False, id="no-head-branch"),
+    ],
+)
+def test_coordinator_ref_is_the_parents_workflow_ref(
+    clock: FakeClock, fields: dict[str, object], passes: bool
+):
+    """`coordinator-ref: refs/heads/main`: the parent's @ref, else its branch where that is its ref."""
+    world = make_world(clock)
+    parent_shows(world, **fields)
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, trusting_environ(world, run_id))
+    if passes:
+        assert result.passed, result.log_lines()
+    else:
+        refusal = refused_at(result, PARENT)
+        assert "coordinator-ref" in str(refusal)
+        assert refusal.expected.endswith(
+            "at refs/heads/main, started before this child was created"
+        )
+
+
+def test_coordinator_ref_alone_refuses_another_repositorys_main(clock: FakeClock):
+    """Without `coordinator-workflow`, a path naming another repository still has no ref of ours."""
+    world = make_world(clock)
+    parent_shows(world, path=OTHER_PATH)
+    run_id = dispatch_child(world)
+    environ = guard_environ(world, run_id, **{"INPUT_COORDINATOR-REF": "refs/heads/main"})
+    refusal = refused_at(run_guard(world, clock, environ), PARENT)
+    assert f"its workflow path {OTHER_PATH!r} is no workflow file of octo-org/octo-repo" in (
+        refusal.observed
+    )
+    assert "coordinator-ref" in str(refusal)
+
+
+def test_a_pull_request_from_a_fork_branch_named_main_is_refused(clock: FakeClock):
+    """A fork's `main` is not ours: the message says where the parent's code came from."""
+    world = make_world(clock)
+    fork = {"full_name": "mallory/octo-repo", "fork": True}
+    parent_shows(world, event="pull_request", head_branch="main", head_repository=fork)
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, trusting_environ(world, run_id)), PARENT)
+    assert "its code comes from 'mallory/octo-repo', not octo-org/octo-repo" in refusal.observed
+
+
+def test_a_same_repository_pull_request_names_no_ref(clock: FakeClock):
+    """Its `head_branch` is the branch the pull request comes from, not the ref it ran."""
+    world = make_world(clock)
+    world.runs[PARENT_ID].event = "pull_request"
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, trusting_environ(world, run_id)), PARENT)
+    assert "a pull_request run does not name the branch it ran from" in refusal.observed
+
+
+def test_coordinator_ref_passes_on_the_default_world_and_with_refs_in_paths(clock: FakeClock):
+    """The sim's parent (dispatched on main), also when it shows `path@main` as some servers do."""
+    world = make_world(clock)
+    world.path_with_ref = True
+    run_id = dispatch_child(world)
+    result = run_guard(world, clock, trusting_environ(world, run_id))
+    assert result.passed, result.log_lines()
+    assert "at refs/heads/main (the head branch of its workflow_dispatch run)" in (
+        result.checks[3].observed
+    )
+
+
 # -- the CLI ------------------------------------------------------------------------------
 
 
@@ -461,13 +719,13 @@ class GuardedWorker:
         return result.passed
 
 
-def e2e_world(clock: FakeClock) -> tuple[FakeGitHub, GuardedWorker]:
+def e2e_world(clock: FakeClock, *, runners: int = 1) -> tuple[FakeGitHub, GuardedWorker]:
     worker = GuardedWorker(clock)
     world = FakeGitHub(clock, workload=Workload(duration=60.0), on_worker_start=worker)
     worker.world = world
     world.add_workflow()
     world.add_ref("heads/feature")
-    world.add_pool(GROUP, LABEL, runners=1)
+    world.add_pool(GROUP, LABEL, runners=runners)
     world.add_parent_run(PARENT_ID)
     return world, worker
 
@@ -539,3 +797,35 @@ def test_e2e_parent_cancelled_and_the_workload_never_starts(clock: FakeClock, ca
     assert refusal is not None
     assert refusal.check == PARENT
     assert "'cancelled'" in refusal.observed
+
+
+def test_e2e_a_copy_dispatched_2s_after_the_real_child_never_runs_its_workload(
+    clock: FakeClock, capsys
+):
+    """A co-tenant copies the live child's inputs 2 s after the coordinator's dispatch.
+
+    Both get a runner; the real child runs its workload once, the copy's guard refuses it.
+    """
+    world, worker = e2e_world(clock, runners=2)
+    copies: list[int] = []
+
+    def copy_the_child() -> None:
+        [real] = [run for run in world.runs.values() if run.history is not None]
+        copied = world.dispatch("runner-worker.yml", "main", dict(real.inputs))
+        assert not isinstance(copied, DispatchRefused), copied
+        copies.append(copied.id)
+
+    world._at(2.0, copy_the_child)
+    assert coordinate(world, clock) == 0
+    assert world.hook_errors == []
+    [copy] = copies
+    [real] = [run_id for run_id in world.history if run_id != copy]
+    assert world.history[real].workload_started_at is not None
+    assert world.history[real].conclusion == "success"
+    assert world.history[copy].guard_passed is False
+    assert world.history[copy].workload_started_at is None
+    refusals = [r.refusal for r in worker.results if r.refusal is not None]
+    assert [(r.check, r.observed.split(" (")[0]) for r in refusals] == [
+        (ORIGINAL, f"a copy of run {real}")
+    ]
+    assert len(worker.results) == 2

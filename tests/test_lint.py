@@ -29,6 +29,7 @@ GUARD_STEP = (
         )
     )
     + "          coordinator-workflow: runner-check.yml\n"
+    + "          coordinator-ref: refs/heads/main\n"
 )
 WORKLOAD_INPUT = "      workload:\n        required: true\n        type: string\n"
 COORDINATOR_USES = f"      - uses: acme/runner-queue-fallback@{SHA}\n"
@@ -259,6 +260,12 @@ CATALOGUE = [
         ],
         [("w", "token:")],
         id="secret-in-guard",
+    ),
+    pytest.param(
+        "RQF121",
+        [("w", "          coordinator-ref: refs/heads/main\n", "")],
+        [("w", "coordinator-workflow:")],
+        id="guard-names-its-coordinator-but-not-its-ref",
     ),
     pytest.param(
         "RQF200",

@@ -606,7 +606,11 @@ def test_child_has_the_shape_the_coordinator_checks(path):
     guard, checkout = worker["steps"][:2]
     assert "/runner-queue-fallback/guard@" in guard["uses"]
     wired = {name: f"${{{{ inputs.{name} }}}}" for name in GUARD_INPUTS[:5]}
-    assert guard["with"] == {**wired, "coordinator-workflow": guard["with"]["coordinator-workflow"]}
+    assert guard["with"] == {
+        **wired,
+        "coordinator-workflow": guard["with"]["coordinator-workflow"],
+        "coordinator-ref": "refs/heads/main",
+    }
     assert checkout["uses"].startswith("actions/checkout@")
     assert checkout["with"] == {"ref": "${{ inputs.source-sha }}", "persist-credentials": False}
 
@@ -661,9 +665,22 @@ def test_release_tags_cover_version_major_and_commit():
     assert release["jobs"]["image"]["permissions"] == {"contents": "read", "packages": "write"}
 
 
+INDEX_STAGE = ".venv/bin/pytest -n 0 -m index tests"
+
+
 def test_ci_runs_the_same_command_as_dot_ci_run():
-    """CI's test job runs scripts/test, which is what .ci/run executes."""
+    """CI's test job runs scripts/test and then the tests that need the package index, as .ci/run."""
     ci = _load(ROOT / ".github" / "workflows" / "ci.yml")
     runs = [step.get("run") for step in ci["jobs"]["test"]["steps"]]
-    assert "scripts/test" in runs
-    assert "exec scripts/test" in (ROOT / ".ci" / "run").read_text()
+    assert runs[-2:] == ["scripts/test", INDEX_STAGE]
+    lines = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert lines.index("scripts/test") < lines.index(INDEX_STAGE)
+    assert "set -euo pipefail" in lines, "a failing stage fails CI"
+
+
+def test_scripts_test_leaves_the_index_tests_to_their_own_stage():
+    """pytest's default run (scripts/test's) deselects `index`; the stage's `-m index` selects them."""
+    pytest_config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    options = pytest_config["ini_options"]["addopts"]
+    assert options[options.index("-m") + 1] == "not index"
+    assert any(marker.startswith("index:") for marker in pytest_config["ini_options"]["markers"])

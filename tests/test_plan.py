@@ -143,6 +143,20 @@ def test_the_quota_extra_time_is_shown_on_its_own_line_outside_the_timeout():
     assert "not included above" in line
 
 
+def test_the_possible_extra_names_what_it_leaves_out_as_departure_1_states_it():
+    """README, departure 1: one request may wait up to 5 resets (4 after refusals, one before
+    it is sent), each believed up to 61 min away; plan's figure counts one, and says so."""
+    out = io.StringIO()
+    assert _run(out, ["plan", "--runner-type", "cpu"], {}) == 0
+    lines = out.getvalue().splitlines()
+    extra = next(n for n, ln in enumerate(lines) if ln.startswith("possible extra:"))
+    assert "one quota reset of 60 min" in lines[extra]
+    left_out = lines[extra + 1]
+    assert left_out.lstrip().startswith("left out: a quota spent again at every reset")
+    assert "up to 5 resets (305 min) before its error is reported" in left_out
+    assert plan_json("--runner-type", "cpu")["request-quota-wait-max-minutes"] == 5 * 61
+
+
 @pytest.mark.parametrize("runner_type", ALL_TYPES)
 def test_each_candidate_adds_its_two_windows_and_the_run_one_parent_grace(runner_type: str):
     """4 minutes a candidate (2-minute startup and cancellation windows), 2 for the parent grace:

@@ -476,7 +476,7 @@ def test_a_cleanup_that_itself_fails_names_the_child_it_left_unconfirmed(monkeyp
     def broken(*_args, **_kwargs):
         raise RuntimeError("cleanup exploded")
 
-    monkeypatch.setattr(coordinator_module, "cancel_and_confirm", broken)
+    monkeypatch.setattr(coordinator_module, "cancel_and_confirm_all", broken)
     s = Scenario().pools(FOREVER, [], [])
     s.world.finish_parent(PARENT_RUN_ID, "cancelled", at=100.0)
     s.inputs["queue-timeout-minutes"] = "60"
@@ -680,7 +680,8 @@ def test_the_guard_expects_a_parent_of_the_named_coordinator_workflow():
     assert result.refusal is not None
     assert result.refusal.check == PARENT
     assert result.refusal.expected.endswith(
-        "a run of release.yml, started before this child was created"
+        "a run of .github/workflows/release.yml in octo-org/octo-repo, started before this child "
+        "was created"
     )
 
 
@@ -744,15 +745,18 @@ def test_a_failing_read_while_the_reports_settle_is_logged_and_the_settling_goes
     [
         (".github/workflows/ci.yml", "ci.yml"),
         ("octo-org/octo-repo/.github/workflows/ci.yml", "ci.yml"),  # another form GitHub shows
+        ("Octo-Org/OCTO-repo/.github/workflows/ci.yml@main", "ci.yml"),  # names compare by case
+        ("other-org/any-repo/.github/workflows/ci.yml@main", ""),  # another repository's file
+        ("x/octo-org/octo-repo/.github/workflows/ci.yml", ""),
         ("octo-org/octo-repo.github/workflows/ci.yml", ""),  # not a .github directory
         (".github/workflows/nested/ci.yml", ""),  # not a workflow file of the repository
         ("ci.yml", ""),
     ],
 )
 def test_the_parent_workflow_file_is_read_only_from_a_path_in_github_workflows(path, file):
-    """`coordinator-workflow` names a file: anything else a path could say matches nothing."""
+    """`coordinator-workflow` names a file of this repository: anything else matches nothing."""
     run = WorkflowRun.model_validate(workflow_run(path=path))
-    assert guard_module._workflow_file(run) == file
+    assert guard_module._workflow_file(run, "octo-org/octo-repo") == file
 
 
 def test_the_dispatch_time_is_saved_for_the_post_step():

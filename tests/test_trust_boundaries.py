@@ -1,4 +1,4 @@
-"""Named regressions of issue 15 (trust boundaries), each driven through `main(...)` on the fake.
+"""Named regressions of issues 15 and 26 (trust boundaries), each driven through `main(...)` on the fake.
 
 Every test in the first part failed before the fix; its docstring says what happened then. The
 tests in the last part pin behaviour that already worked but that no test held.
@@ -712,3 +712,141 @@ def test_lost_dispatch_reply_whose_run_never_appears():
     assert "appeared within 2 minutes" in result.log
     assert len(dispatch_posts(w.world)) == 1
     assert children(w.world) == []
+
+
+def test_coordinator_with_its_own_run_in_an_unknown_state_fails_at_once():
+    """The shared parent check: `waiting` is neither active nor a grace state; no dispatch."""
+    w = World().pools((), ())
+    w.world.runs[PARENT_RUN_ID].status = "waiting"
+    result = w.run()
+    assert result.exit_code == 1
+    assert "observed status 'waiting'" in result.log
+    assert dispatch_posts(w.world) == []
+    assert w.clock.sleeps == []
+
+
+# -- 9. issue 26: copies, and a parent of this repository's coordinator at its ref -----------
+
+
+def copy_of(world: FakeGitHub, run_id: int) -> int:
+    """Dispatch the child again with a live child's inputs, as a co-tenant could."""
+    copied = world.dispatch("runner-worker.yml", "main", dict(world.runs[run_id].inputs))
+    assert hasattr(copied, "id"), copied
+    return copied.id
+
+
+def show_parent(world: FakeGitHub, **fields: object) -> None:
+    """The parent run as GitHub might show it: another path, event or head repository."""
+
+    def rule(method: str, path: str, reply: Reply, _world: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method == "GET" and path.endswith(f"/runs/{PARENT_RUN_ID}") and isinstance(body, dict):
+            return with_json(reply, {**body, **fields})
+        return None
+
+    Tamper(world, [rule]).install()
+
+
+REQUEST = f"rqf-{PARENT_RUN_ID}-1-1-0123abcd"
+TRUSTED = {"coordinator-workflow": "runner-check.yml", "coordinator-ref": "refs/heads/main"}
+
+
+def test_guard_refuses_a_copy_dispatched_seconds_after_the_real_child():
+    """A copy of a live child's inputs, dispatched 3 s after it.
+
+    Before: same request id, parent and source: the guard passed and the workload ran twice.
+    After: the copy is not the earliest run bearing its request id: "a copy of run N".
+    """
+    clock = FakeClock()
+    world, sha = guard_world(clock)
+    real = hand_dispatch(world, sha, REQUEST, PARENT_RUN_ID)
+    clock.sleep(3)
+    copy = copy_of(world, real)
+    clock.sleep(5)
+    code, log = run_guard(world, clock, copy, **TRUSTED)
+    assert code == 1, log
+    assert f"a copy of run {real} " in log
+    code, log = run_guard(world, clock, real, **TRUSTED)
+    assert code == 0, log
+
+
+def test_guard_refuses_a_parent_whose_workflow_path_names_another_repository():
+    """`other-org/any-repo/.github/workflows/runner-check.yml@...` is not our coordinator.
+
+    Before: the file name matched `coordinator-workflow` whatever came before it. After: a prefix
+    must name GITHUB_REPOSITORY.
+    """
+    clock = FakeClock()
+    world, sha = guard_world(clock)
+    show_parent(world, path="other-org/any-repo/.github/workflows/runner-check.yml@refs/heads/main")
+    run_id = hand_dispatch(world, sha, REQUEST, PARENT_RUN_ID)
+    clock.sleep(10)
+    code, log = run_guard(world, clock, run_id, **{"coordinator-workflow": "runner-check.yml"})
+    assert code == 1, log
+    assert "'other-org/any-repo/.github/workflows/runner-check.yml@refs/heads/main'" in log
+
+
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        pytest.param(
+            {"path": ".github/workflows/runner-check.yml@refs/heads/feature"},
+            "at refs/heads/feature (the @ref of its workflow path)",
+            id="from-a-branch",
+        ),
+        pytest.param(
+            {"head_branch": "feature"},
+            "at refs/heads/feature (the head branch of its workflow_dispatch run)",
+            id="dispatched-on-a-branch",
+        ),
+        pytest.param(
+            {
+                "event": "pull_request",
+                "head_repository": {"full_name": "mallory/octo-repo"},
+            },
+            "its code comes from 'mallory/octo-repo', not octo-org/octo-repo",
+            id="fork-pull-request-from-main",
+        ),
+    ],
+)
+def test_guard_refuses_a_parent_run_from_another_ref_with_coordinator_ref(
+    fields: dict[str, object], why: str
+):
+    """With `coordinator-ref: refs/heads/main`, the coordinator's file from any other ref fails.
+
+    Before: a run of `runner-check.yml` from any branch, or a fork's pull request from its own
+    `main`, passed as the parent.
+    """
+    clock = FakeClock()
+    world, sha = guard_world(clock)
+    show_parent(world, **fields)
+    run_id = hand_dispatch(world, sha, REQUEST, PARENT_RUN_ID)
+    clock.sleep(10)
+    code, log = run_guard(world, clock, run_id, **TRUSTED)
+    assert code == 1, log
+    assert why in log
+    assert "coordinator-ref" in log
+
+
+@pytest.mark.parametrize("ref", ["main", "refs/pull/1/merge", "refs/heads/a..b", "refs/heads/"])
+def test_a_coordinator_ref_that_is_no_branch_or_tag_ref_is_an_input_error(no_network, ref: str):
+    """Refused by name before any request (exit 2)."""
+    session, adapter = no_network
+    environ = {
+        "GITHUB_RUN_ID": "5",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": "octo-org/octo-repo",
+        env_name("request-id"): REQUEST,
+        env_name("parent-run-id"): str(PARENT_RUN_ID),
+        env_name("parent-run-attempt"): "1",
+        env_name("source-ref"): SOURCE_REF,
+        env_name("source-sha"): "a" * 40,
+        env_name("coordinator-ref"): ref,
+        env_name("token"): "ghs_x",
+    }
+    out = io.StringIO()
+    with capture_stdout(out):
+        code = cli.main(["guard"], environ, clock=FakeClock(), session=session)
+    assert code == 2
+    assert "coordinator-ref" in out.getvalue()
+    assert adapter.sent == []

@@ -10,6 +10,7 @@ from runner_queue_fallback.commands.flags import add_input_flags, input_flags
 from runner_queue_fallback.inputs import env_name, read_pool_settings
 from runner_queue_fallback.plan import make_plan
 from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.report import escape_json, escape_log_line
 
 __all__ = ["add_arguments", "run"]
 
@@ -26,5 +27,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     """Print the plan for the inputs in the environment and the flags."""
     environ = {**ctx.environ, **{env_name(k): v for k, v in input_flags(args).items()}}
     plan = make_plan(read_pool_settings(environ, load_profiles()))
-    print(json.dumps(plan.as_dict(), indent=2) if args.json else plan.render(), file=ctx.stdout)
+    if args.json:
+        print(escape_json(json.dumps(plan.as_dict(), indent=2)), file=ctx.stdout)
+    else:  # the groups and labels are the `runners` input's: every line is one log line
+        print("\n".join(map(escape_log_line, plan.render().split("\n"))), file=ctx.stdout)
     return EXIT_OK

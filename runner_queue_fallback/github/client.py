@@ -55,6 +55,7 @@ from runner_queue_fallback.github.retry import (
     DEADLINE_WINDOW,
     RESET_MARGIN_SECONDS,
     Patience,
+    believable_reset,
     classify_rate_limit,
     describe_failure,
     spec_retrying,
@@ -322,16 +323,17 @@ class GitHubClient:
 
         Used to find a run whose dispatch reply carried no run id (the older contract) or was
         lost. `created_after` must be timezone-aware; it is sent to second precision as
-        `created=>=...`. Pages of 100 runs are read, newest first, following `Link` on the API
-        host (`iter_workflow_runs`), until a page holds a match or after 10 pages. Pass the same
-        `created_after` on every search of one run: the same URLs then answer 304 when nothing
-        changed, which does not count against the rate limit.
+        `created=>=...`. Every page of 100 runs is read, newest first, following `Link` on the
+        API host (`iter_workflow_runs`), at most 10: a match on the first page may be a copy,
+        and the run dispatched first is listed last. Pass the same `created_after` on every
+        search of one run: the same URLs then answer 304 when nothing changed, which does not
+        count against the rate limit.
         """
         found: list[WorkflowRun] = []
         pages = self.iter_workflow_runs(workflow, created_after=created_after, deadline=deadline)
         for number, page in enumerate(pages, start=1):
             found += [run for run in page.workflow_runs if run.display_title == run_name]
-            if found or number >= _MAX_SEARCH_PAGES:
+            if number >= _MAX_SEARCH_PAGES:
                 break
         return found
 
@@ -365,6 +367,44 @@ class GitHubClient:
             page, link = self._get_page(url, path, deadline)
             yield page
             url = self._next_on_api_host(link, path)
+
+    def list_runs_created_between(
+        self,
+        workflow: str | int,
+        start: datetime,
+        end: datetime,
+        *,
+        deadline: float | None = None,
+    ) -> tuple[list[WorkflowRun], bool]:
+        """Every `workflow_dispatch` run of `workflow` created from `start` to `end`, both included.
+
+        For the guard, which must see every run bearing its request id before its own, not only
+        the first page holding one. The range is sent as `created=<start>..<end>` (whole seconds,
+        `end` rounded up); pages of 100 are read newest first, following `Link` on the API host,
+        at most 10 of them. Returns the runs (each once) and whether the listing is complete:
+        False when a page remains after the 10th or `total_count` says more runs than were seen
+        (GitHub lists at most 1,000 runs per query).
+        """
+        if start.tzinfo is None or end.tzinfo is None:
+            raise ValueError("start and end must be timezone-aware")
+        since = start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        whole_end = end.astimezone(UTC)
+        if whole_end.microsecond:
+            whole_end += timedelta(seconds=1)
+        until = whole_end.strftime("%Y-%m-%dT%H:%M:%SZ")
+        path = self._path("actions", "workflows", workflow, "runs")
+        params = {"event": "workflow_dispatch", "created": f"{since}..{until}", "per_page": "100"}
+        url: str | None = self._url(path, params)
+        runs: dict[int, WorkflowRun] = {}
+        total = 0
+        for _ in range(_MAX_SEARCH_PAGES):
+            if url is None:
+                return list(runs.values()), len(runs) >= total
+            page, link = self._get_page(url, path, deadline)
+            runs.update((run.id, run) for run in page.workflow_runs if run.id not in runs)
+            total = page.total_count
+            url = self._next_on_api_host(link, path)
+        return list(runs.values()), url is None and len(runs) >= total
 
     def _get_page(
         self, url: str, path: str, deadline: float | None = None
@@ -446,7 +486,7 @@ class GitHubClient:
         overview = self._get("/rate_limit", {}, RateLimitOverview, deadline, cacheable=False)
         core = overview.resources.core
         self.stats.rate_remaining, self.stats.rate_limit = core.remaining, core.limit
-        self.stats.rate_reset = float(core.reset)
+        self.stats.rate_reset = believable_reset(float(core.reset), self._clock.now())
         return overview
 
     def quota_known(self) -> bool:
@@ -472,10 +512,17 @@ class GitHubClient:
         return self.seconds_to_reset() or None
 
     def reset_time(self) -> str:
-        """The known reset as a UTC time for log lines (`?` when none is known)."""
-        if self.stats.rate_reset is None:
+        """The known reset as a UTC time for log lines (`?` when none is known or believable).
+
+        Log lines on the way to a cancel call it: it never raises, whatever the reset holds.
+        """
+        reset = believable_reset(self.stats.rate_reset, self._clock.now())
+        if reset is None:
             return "?"
-        return datetime.fromtimestamp(self.stats.rate_reset, UTC).strftime("%H:%M:%SZ")
+        try:
+            return datetime.fromtimestamp(reset, UTC).strftime("%H:%M:%SZ")
+        except (OverflowError, OSError, ValueError):  # a clock beyond any date
+            return "?"
 
     # -- cancellation ---------------------------------------------------------------------
 
@@ -739,8 +786,9 @@ class GitHubClient:
         if limit is not None:
             self.stats.rate_limit = limit
         reset = _whole(headers.get("x-ratelimit-reset"))
-        if reset is not None:
-            self.stats.rate_reset = float(reset)
+        believed = believable_reset(float(reset), self._clock.now()) if reset is not None else None
+        if believed is not None:  # a reset beyond the hour's window is absent, like a bad one
+            self.stats.rate_reset = believed
 
     def _parse(
         self, method: str, path: str, body: bytes, model: type[_ModelT], attempts: int

@@ -24,6 +24,7 @@ __all__ = [
     "Job",
     "JobList",
     "RateLimitOverview",
+    "RepositoryName",
     "Step",
     "WorkflowRun",
     "WorkflowRunList",
@@ -44,6 +45,12 @@ class DispatchResult(_Reply):
     html_url: str
 
 
+class RepositoryName(_Reply):
+    """The part of a repository the guard compares: its `owner/name`."""
+
+    full_name: str
+
+
 class WorkflowRun(_Reply):
     """One workflow run, or one attempt of it (`GET .../runs/{id}[/attempts/{n}]`)."""
 
@@ -62,6 +69,11 @@ class WorkflowRun(_Reply):
     updated_at: datetime
     #: when the latest attempt started ("Resets on re-run"); the guard binds a child to it
     run_started_at: datetime | None = None
+    #: the guard lists its own workflow's runs by this id (required by GitHub's schema)
+    workflow_id: int | None = None
+    #: where the run's code came from: a fork's pull request names the fork (the guard's
+    #: `coordinator-ref` check)
+    head_repository: RepositoryName | None = None
 
     @property
     def workflow_file_path(self) -> str:

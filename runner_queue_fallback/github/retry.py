@@ -5,7 +5,8 @@ The specification's rules ("Behavior and limits"):
 - reads and cancellation get at most two retries (`timing.MAX_RETRIES`);
 - network errors, timeouts, malformed JSON, HTTP 408 and 5xx wait 5 s, then 10 s;
 - rate limits wait as GitHub documents: `retry-after`; else, when `x-ratelimit-remaining` is 0,
-  until `x-ratelimit-reset` (+1 s); else at least 60 s, then exponentially longer. Under
+  until `x-ratelimit-reset` (+1 s); else at least 60 s, then exponentially longer. A reset
+  further away than an hour and a minute (or beyond any date) is absent (`believable_reset`). Under
   `Patience.SPEC` (no child exists) a wait longer than 60 s is never shortened: the error is
   raised at once. Under `Patience.CHILD_EXISTS` (a departure from the spec, listed in the README)
   such a wait is taken, up to `timing.PATIENT_RATE_LIMIT_WAITS` of them a call, and rate-limit
@@ -50,6 +51,7 @@ __all__ = [
     "RateLimitKind",
     "RetryBudget",
     "SpecWait",
+    "believable_reset",
     "classify_rate_limit",
     "describe_failure",
     "is_retryable",
@@ -145,7 +147,8 @@ def rate_limit_wait(headers: Mapping[str, str], now: datetime) -> float:
 def _basis(headers: Mapping[str, str], now: datetime) -> str:
     """What a rate-limit wait rests on: "retry-after", "reset" (a spent quota) or "backoff".
 
-    An odd `retry-after` or reset (NaN, infinite, negative, a date without a zone) is absent.
+    An odd `retry-after` or reset (NaN, infinite, negative, a date without a zone, a reset more
+    than an hour away) is absent.
     """
     if retry_after_seconds(headers.get("retry-after"), now) is not None:
         return "retry-after"
@@ -180,10 +183,27 @@ def retry_after_seconds(value: str | None, now: datetime) -> float | None:
 
 def reset_seconds(value: str | None, now: datetime) -> float | None:
     """Seconds from `now` until `x-ratelimit-reset` (epoch seconds) + 1 s; None if odd."""
-    epoch = _finite_seconds(value) if value is not None else None
+    epoch = believable_reset(_finite_seconds(value) if value is not None else None, now)
     if epoch is None:
         return None
     return epoch - now.timestamp() + RESET_MARGIN_SECONDS
+
+
+def believable_reset(epoch: float | None, now: datetime) -> float | None:
+    """A quota reset (UTC epoch seconds) the program can believe, else None (absent).
+
+    GitHub's quota window is an hour: a reset whose wait (with its 1 s margin) would be longer
+    than `timing.RESET_WAIT_MAX_SECONDS` is an odd header, as is a negative or endless number
+    or one beyond any date (a 17-digit reset made `reset_time()` raise before a cancel). Every
+    reset the client reads (each reply's header, `GET /rate_limit`) goes through here, so
+    `reset_time()` only ever formats a time an hour or so from `now`. A past reset is kept: it
+    asks for no wait.
+    """
+    if epoch is None or not math.isfinite(epoch) or epoch < 0:
+        return None
+    if epoch - now.timestamp() + RESET_MARGIN_SECONDS > timing.RESET_WAIT_MAX_SECONDS:
+        return None
+    return epoch
 
 
 def _finite_seconds(value: str) -> float | None:

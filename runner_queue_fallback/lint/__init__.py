@@ -16,7 +16,7 @@ from typing import TextIO
 
 from runner_queue_fallback.lint.engine import LintResult, lint_directory, lint_files
 from runner_queue_fallback.lint.model import RULES, Finding, Rule
-from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.report import Reporter, escape_log_line
 
 __all__ = [
     "NOTHING_TO_CHECK",
@@ -107,17 +107,21 @@ def _say(stream: TextIO, fmt: str, message: str, *, level: str = "notice") -> No
     if fmt == "github":
         Reporter(stream).command(level, message, title="lint")
     else:
-        print(f"{level}: {message}" if level == "error" else message, file=stream)
+        Reporter(stream).log(f"{level}: {message}" if level == "error" else message)
 
 
 def render(result: LintResult, fmt: str) -> str:
-    """The findings as text lines or GitHub annotations, then a one-line summary."""
+    """The findings as text lines or GitHub annotations, then a one-line summary.
+
+    A finding quotes the workflow (a path, a value, a YAML error with its line): as text, each
+    is one log line through `escape_log_line`, so no value can start a line or a command.
+    """
     lines = []
     for finding in result.findings:
         if fmt == "github":
             lines.append(_annotation(finding))
         else:
-            lines.append(finding.text())
+            lines.append(escape_log_line(finding.text()))
     if result.coordinators or result.findings:
         lines.append(_summary(result))
     return "".join(f"{line}\n" for line in lines)

@@ -399,6 +399,23 @@ def _guard_inputs(child: Workflow, guard: Guard, report: Report) -> None:
                 "the coordinator dispatched",
                 f"set `{name}: ${{{{ inputs.{name} }}}}` under the guard's `with:`",
             )
+    _coordinator_ref(child, values, report)
+
+
+def _coordinator_ref(child: Workflow, values: dict[str, Node], report: Report) -> None:
+    """RQF121: a guard that names its coordinator's workflow should name its ref too."""
+    workflow = values.get("coordinator-workflow")
+    if workflow is None or not (workflow.text or "").strip() or "coordinator-ref" in values:
+        return
+    report.add(
+        child.path,
+        workflow.line,
+        "RQF121",
+        "the guard sets `coordinator-workflow` but not `coordinator-ref`: a run of that workflow "
+        "from any branch (one that changed the coordinator, too) passes as the parent",
+        "set `coordinator-ref: refs/heads/main` (the protected branch the coordinator runs from) "
+        "under the guard's `with:`, unless the coordinator runs on pull requests",
+    )
 
 
 def _checkout(child: Workflow, step: Node, report: Report) -> None:

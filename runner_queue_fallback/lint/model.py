@@ -88,6 +88,11 @@ _RULES = (
         "error",
         "child: no `${{ secrets.* }}` in the guard's `with:` (GITHUB_TOKEN aside)",
     ),
+    Rule(
+        "RQF121",
+        "notice",
+        "child: a guard that sets `coordinator-workflow` also sets `coordinator-ref`",
+    ),
     Rule("RQF200", "error", "coordinator: the file has a step that uses the coordinator action"),
     Rule(
         "RQF201",
@@ -295,6 +300,15 @@ def parse_workflow(path: Path, text: str, report: Report) -> Workflow | None:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else 1
         report.add(path, line, "RQF000", f"not valid YAML ({exc})", "fix the YAML syntax")
+        return None
+    except RecursionError:  # PyYAML's own loader recurses per level; libyaml stops at 1000
+        report.add(
+            path,
+            1,
+            "RQF000",
+            "not readable YAML: its nesting is deeper than can be read",
+            "a workflow needs no more than a few levels of nesting; fix the file",
+        )
         return None
     if not isinstance(root, yaml.MappingNode):
         report.add(

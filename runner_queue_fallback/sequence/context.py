@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass, field
 
 from runner_queue_fallback.attempts import Attempt, Result
-from runner_queue_fallback.cleanup import observe_run
+from runner_queue_fallback.cleanup import RunNameSearch, observe_run
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import SequenceError
 from runner_queue_fallback.github.client import GitHubClient
@@ -47,6 +47,12 @@ class Sequence:
     in_flight: Attempt | None = None
     #: when the child's job was last read without a runner (bounds the allocation time)
     last_queued_read: float | None = None
+    #: the search by run-name that found the active child (an older server, a lost reply)
+    by_name: RunNameSearch | None = None
+    #: when the child found by run-name is to be listed for once more (older servers), if due
+    relist_at: float | None = None
+    #: runs bearing our request id besides the active child, which cleanup cancels and confirms
+    others: list[int] = field(default_factory=list)
 
     @property
     def active(self) -> int | None:
@@ -75,14 +81,26 @@ class Sequence:
         total = len(self.inputs.pools.candidates)
         return f"candidate {attempt.number}/{total} ({attempt.candidate.pool_text})"
 
-    def set_active(self, attempt: Attempt, run_id: int, url: str) -> None:
-        """The attempt's run is known: remember it (and save it for the post step)."""
-        attempt.run_id, attempt.run_url = run_id, url
+    def set_active(self, attempt: Attempt, run_id: int, url: str, *, by_name: bool = False) -> None:
+        """The attempt's run is known: remember it (and save it for the post step).
+
+        A run found `by_name` may not be the only one bearing the request id: the post step
+        then lists them again (`child-found-by-name`).
+        """
+        attempt.run_id, attempt.run_url, attempt.job_url = run_id, url, None
         self.active = run_id
         self.in_flight = None
         self.report.save_state("child-run-id", str(run_id))
         self.report.save_state("child-request-id", attempt.request_id)
         self.report.save_state("child-run-url", url)
+        self.report.save_state("child-job-url", "")
+        self.report.save_state("child-found-by-name", attempt.request_id if by_name else "")
+
+    def add_other(self, run_id: int) -> None:
+        """Another run bearing our request id: cleanup cancels it too (so does the post step)."""
+        if run_id != self._active and run_id not in self.others:
+            self.others.append(run_id)
+            self.report.save_state("child-copies", ",".join(map(str, self.others)))
 
     def observe(self, attempt: Attempt, deadline: float | None = None) -> Observation:
         """Read the child and its job; its identity must match, and a first queued job is noted."""
@@ -111,6 +129,7 @@ class Sequence:
             self.last_queued_read = self.clock.monotonic()
         if job is not None and attempt.job_url is None:
             attempt.job_url = job.html_url or f"{attempt.run_url}/job/{job.id}"
+            self.report.save_state("child-job-url", attempt.job_url)  # the post step's link
         if attempt.queued_at is None and not observation.has_evidence and job is not None:
             attempt.queued_at = self.clock.monotonic()
             attempt.outcome = "queued"

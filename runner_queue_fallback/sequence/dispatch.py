@@ -7,11 +7,11 @@ duplicate."
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import NoReturn
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import REFUSED, Attempt
+from runner_queue_fallback.cleanup import RunNameSearch
 from runner_queue_fallback.errors import (
     DispatchAmbiguous,
     GitHubAPIError,
@@ -23,10 +23,7 @@ from runner_queue_fallback.sequence import run_name
 from runner_queue_fallback.sequence.context import Sequence
 from runner_queue_fallback.sequence.preflight import read_definition
 
-__all__ = ["LOOKBACK_SECONDS", "dispatch", "find_interrupted_dispatch", "preflight"]
-
-#: How far back to look for a run whose dispatch reply was lost (clock skew margin).
-LOOKBACK_SECONDS = 300
+__all__ = ["dispatch", "find_interrupted_dispatch", "preflight"]
 
 
 def preflight(seq: Sequence, attempt: Attempt) -> None:
@@ -92,21 +89,29 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
 
 
 def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
-    """A signal came while a dispatch was in flight: find its run by run-name before `deadline`.
+    """A signal came while a dispatch was in flight: find its runs by run-name before `deadline`.
 
-    The POST may have created the run; without its id nothing would cancel it.
+    The POST may have created the run; without its id nothing would cancel it. Once a listing
+    shows runs bearing the request id, what is left of the grace cancels and confirms every one
+    of them. The post step, which follows every signal, lists again for 2 minutes: a listing
+    that lags cannot hide the real child behind a copy.
     """
     attempt = seq.in_flight
     if attempt is None:
         return
+    search = run_name.named_search(seq, attempt)
     while True:
-        if _look_up_run_name(seq, attempt, deadline):
-            return
+        _sweep(seq, attempt, search, deadline, cancel_now=False)  # the cleanup comes next
+        if search.found:
+            break
         # The grace is short: wait half of what is left, so one more look and its reply fit.
         wait = min(timing.STARTUP_POLL_SECONDS, (deadline - seq.clock.monotonic()) / 2)
         if wait < 1.0:
             break
         seq.clock.sleep(wait)
+    if search.found:
+        seq.report.log(f"The step was cancelled during the dispatch: {_named(search)}")
+        return
     seq.report.warning(
         f"the step was cancelled while child {attempt.request_id} was being dispatched, and "
         f"no run with run-name {attempt.request_id} appeared within the signal grace; if one "
@@ -115,32 +120,67 @@ def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
     )
 
 
-def _look_up_run_name(seq: Sequence, attempt: Attempt, deadline: float) -> bool:
-    """One search for the attempt's run by its unique run-name; found runs become active."""
-    after = seq.clock.now() - timedelta(seconds=LOOKBACK_SECONDS)
+def _sweep(
+    seq: Sequence, attempt: Attempt, search: RunNameSearch, deadline: float, *, cancel_now: bool
+) -> None:
+    """One listing by run-name; each new run is handed to the cleanup (and cancelled at once).
+
+    The run created first becomes the active child; every other one is cancelled and confirmed
+    with it (a run bearing our request id that we did not dispatch is a copy).
+    """
     try:
-        runs = seq.client.find_runs_by_name(
-            seq.inputs.workflow, attempt.request_id, created_after=after, deadline=deadline
-        )
+        new = search.look(deadline)
     except GitHubError as exc:
         seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
-        return False
-    if runs:
-        seq.set_active(attempt, runs[0].id, runs[0].html_url)
-    return bool(runs)
+        return
+    if cancel_now:
+        search.cancel(new, deadline, seq.report.log)
+    if not new:
+        return
+    first, *rest = search.ordered
+    if first.id != seq.active:
+        later = seq.active  # an earlier run was listed late: the one held so far is a copy
+        seq.set_active(attempt, first.id, first.html_url, by_name=True)
+        if later is not None:
+            seq.add_other(later)
+    for run in rest:
+        seq.add_other(run.id)
+    if rest:
+        seq.report.warning(
+            f"{len(search.found)} runs bear run-name {attempt.request_id}: "
+            f"{', '.join(str(run.id) for run in search.ordered)}; every one but the run created "
+            "first was dispatched by someone else. All are cancelled",
+            title="Run-name not unique",
+        )
+
+
+def _named(search: RunNameSearch) -> str:
+    """Which runs bearing the request id were found (and are cancelled)."""
+    runs = search.ordered
+    if len(runs) == 1:
+        return f"run {runs[0].id} with run-name {search.run_name} was found and is cancelled"
+    ids = ", ".join(str(run.id) for run in runs)
+    return (
+        f"runs {ids} bear run-name {search.run_name} (run {runs[0].id} was created first; any "
+        "other is a copy someone else dispatched): all were found and are cancelled"
+    )
 
 
 def _recover_lost_dispatch(seq: Sequence, attempt: Attempt) -> NoReturn:
-    """Find the run by its unique run-name, mark it for cleanup, and stop: never re-dispatch."""
+    """Find every run by its unique run-name, cancel them, and stop: never re-dispatch.
+
+    The listing goes on to the end of the startup window, each run cancelled as it is listed.
+    """
     assert attempt.dispatched_at is not None  # noqa: S101  # set just before dispatch
     deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+    search = run_name.named_search(seq, attempt)
     while seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= deadline:
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
-        if _look_up_run_name(seq, attempt, deadline):
-            raise SequenceError(
-                f"the dispatch reply was lost; run {attempt.run_id} with run-name "
-                f"{attempt.request_id} was found and is cancelled; no other pool is tried"
-            )
+        _sweep(seq, attempt, search, deadline, cancel_now=True)
+    if search.found:
+        raise SequenceError(
+            f"the dispatch reply was lost; {_named(search)}; no other pool is tried"
+        )
     raise SequenceError(
         f"the dispatch reply was lost and no run with run-name {attempt.request_id} appeared "
         "within 2 minutes; if one appears later, cancel it; no other pool is tried"

@@ -13,6 +13,7 @@ from runner_queue_fallback.attempts import Attempt
 from runner_queue_fallback.cleanup import observe_run
 from runner_queue_fallback.errors import TRANSIENT_ERRORS, NotFound, SequenceError
 from runner_queue_fallback.observe import WORKER_JOB, Observation, job_mismatches
+from runner_queue_fallback.sequence import run_name
 from runner_queue_fallback.sequence.context import Sequence
 
 __all__ = ["wait_for_startup"]
@@ -26,6 +27,10 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
     observed fields; a field filled in and wrong fails at once, and so does a field that was
     seen matching and then changes. A read sent inside the window is judged on its reply, even
     one that arrives after the window ("in-flight requests can extend the observation window").
+
+    A child found by its run-name is listed once more at the next poll (`run_name.relist`); an
+    earlier run found then replaces it, and its identity is checked here in turn. When the child
+    is ready before that poll, the window waits for it (up to 5 s).
     """
     assert attempt.run_id is not None  # noqa: S101  # set by dispatch
     assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
@@ -34,18 +39,25 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
     if not attempt.found_by_run_name:  # the search by run-name already waited the first 15 s
         seq.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
     last = "not checked yet"
-    title_seen = False
+    title_seen = runner_seen = False
     while True:
+        due = seq.relist_at is not None and seq.clock.monotonic() >= seq.relist_at
+        if due and run_name.relist(seq, attempt, runner_seen=runner_seen):
+            title_seen = False  # a new child: its run-name is seen afresh
         try:
             observation = observe_run(seq.client, attempt.run_id, deadline, clock=seq.clock)
         except (NotFound, *TRANSIENT_ERRORS) as exc:  # 404 is tolerated only here
             last = str(exc)
         else:
             title_seen = _check_filled_in(seq, observation, title_seen=title_seen)
+            runner_seen = runner_seen or observation.has_evidence
             pending = seq.expected.pending_fields(observation.run)
             if observation.jobs and not pending:
                 seq.note_job(attempt, observation)
-                return observation
+                if not _replaced_at_next_poll(seq, attempt, runner_seen=runner_seen):
+                    return observation
+                title_seen = False
+                continue
             if not observation.jobs:
                 pending.append(f"jobs: expected one job named {WORKER_JOB!r}, observed none yet")
             last = f"not filled in yet: {'; '.join(pending)} ({observation.describe()})"
@@ -55,6 +67,14 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
                 f"the 2-minute startup window; last: {last}"
             )
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
+
+
+def _replaced_at_next_poll(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
+    """A child found by run-name and ready: wait for its one listing again; True if replaced."""
+    if seq.relist_at is None:
+        return False
+    seq.clock.sleep(max(0.0, seq.relist_at - seq.clock.monotonic()))
+    return run_name.relist(seq, attempt, runner_seen=runner_seen)
 
 
 def _check_filled_in(seq: Sequence, observation: Observation, *, title_seen: bool) -> bool:

@@ -253,6 +253,18 @@ class ActionsModel(RepoContent, HookRunner):
         self._events.push(job_at, lambda: self._job_appears(run, labels))
         return run
 
+    def dispatch_at(self, at: float, file: str, ref: str, inputs: Mapping[str, object]) -> None:
+        """Someone else dispatches `file` at virtual time `at`: a copy of a child's inputs, say.
+
+        Sent as a plain dispatch (not through a wrapper a test put on `dispatch`).
+        """
+        values = dict(inputs)
+
+        def send() -> None:
+            ActionsModel.dispatch(self, file, ref, values)
+
+        self._at(at, send)
+
     def request_cancel(self, run_id: int, *, force: bool = False) -> int:
         """Ask for cancellation: 202 accepted, 409 already completed, 404 unknown."""
         with self._lock:
@@ -460,9 +472,16 @@ class ActionsModel(RepoContent, HookRunner):
         work = (pool.workload if pool else None) or self.workload
         limit = (run.history.allocated_at or t) + self.timings.timeout_minutes * 60
         if t + work.duration > limit:
-            self._events.push(limit, lambda: self._finish(run, "timed_out"))
+            self._events.push(limit, lambda: self._finish_unless_over(run, "timed_out"))
         else:
-            self._events.push(t + work.duration, lambda: self._finish(run, work.outcome))
+            self._events.push(
+                t + work.duration, lambda: self._finish_unless_over(run, work.outcome)
+            )
+
+    def _finish_unless_over(self, run: FakeRun, conclusion: str) -> None:
+        """The workload's own end: nothing once the run was cancelled."""
+        if not run.finished:
+            self._finish(run, conclusion)
 
     def _cancel_lands(self, run: FakeRun) -> None:
         if run.finished:

@@ -517,6 +517,10 @@ class FakeGitHub(ActionsModel):
     def _created_ok(self, run: FakeRun, created: str | None) -> bool:
         if not created:
             return True
+        low, dots, high = created.partition("..")  # GitHub's search range: both ends included
+        if dots:
+            at = datetime.fromisoformat(self.render.time(run.created_at))
+            return datetime.fromisoformat(low) <= at <= datetime.fromisoformat(high)
         match = re.fullmatch(r"(>=|<=|>|<)?(.+)", created)
         if match is None:
             return True

@@ -21,7 +21,7 @@ from runner_queue_fallback.errors import GitHubError, NotFound
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.report import escape_data
+from runner_queue_fallback.report import escape_json, escape_log_line
 from runner_queue_fallback.stats.history import (
     QUOTA_RESERVE,
     History,
@@ -174,11 +174,11 @@ def _read_flags(args: argparse.Namespace, environ: Mapping[str, str], err: TextI
         settings = None if pool_env is None else read_pool_settings(pool_env, load_profiles())
         repo, token, api_url = _check(args, environ)
     except UsageError as exc:
-        print(f"stats: error: {exc}", file=err)
+        _say(err, f"stats: error: {exc}")
         return None
     except InputErrors as exc:
         for error in exc.errors:
-            print(f"stats: error: {error}", file=err)
+            _say(err, f"stats: error: {error}")
         return None
     return _Flags(window, max_runs, settings, repo, token, api_url)
 
@@ -201,12 +201,12 @@ def run(
     token, api_url = flags.token, flags.api_url
     now = clock.now()
     since = now - window
-    print(
+    _say(
+        err,
         f"stats: plan: runs of {args.workflow} in {repo} created since "
         f"{since:%Y-%m-%dT%H:%M:%SZ} ({args.since}); at most {max_runs} runs and "
         f"{request_budget(max_runs)} requests; stops when {QUOTA_RESERVE} or fewer requests "
         "are left this hour",
-        file=err,
     )
     client = GitHubClient(session_factory(), api_url, repo, token, clock, api_version="auto")
     progress = _progress(err, max_runs) if _isatty(err) else None
@@ -215,14 +215,14 @@ def run(
             client, args.workflow, since=since, now=now, max_runs=max_runs, progress=progress
         )
     except NotFound:
-        print(
+        _say(
+            err,
             f"stats: error: workflow file {args.workflow!r} not found in {repo} (it must be "
             "under .github/workflows/ on the default branch; the token needs actions: read)",
-            file=err,
         )
         return EXIT_BAD_INPUT
     except GitHubError as exc:
-        print(f"stats: error: {escape_data(str(exc))}", file=err)
+        _say(err, f"stats: error: {exc}")
         return EXIT_FAILED
     if progress is not None:
         print(file=err)
@@ -232,7 +232,7 @@ def run(
     if settings is not None:
         report.recommendation = recommend(settings.candidates, report.pools)
     if args.json:
-        print(json.dumps(report.as_json(), indent=2), file=out)
+        print(escape_json(json.dumps(report.as_json(), indent=2)), file=out)
     elif args.markdown:
         print(report.markdown(), file=out, end="")
     else:
@@ -248,10 +248,15 @@ def _plot(report: Report, path: Path, err: TextIO) -> int:
     try:
         plot.write(report.pools, path)
     except plot.PlotUnavailable as exc:
-        print(f"stats: error: --plot: {exc}", file=err)
+        _say(err, f"stats: error: --plot: {exc}")
         return EXIT_BAD_INPUT
-    print(f"stats: wrote {path}", file=err)
+    _say(err, f"stats: wrote {path}")
     return EXIT_OK
+
+
+def _say(err: TextIO, line: str) -> None:
+    """One line on stderr, which the runner reads for commands too (flags, GitHub's messages)."""
+    print(escape_log_line(line), file=err)
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -22,6 +22,7 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.commands import Main
 from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.profiles import Candidate, load_profiles
+from runner_queue_fallback.report import escape_json, escape_log_line
 from runner_queue_fallback.sim.model import Workload
 from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import run_coordinator, standard_world, with_defaults
@@ -75,6 +76,8 @@ def load_curves(path: Path) -> dict[str, tuple[str, Survival]]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReplayError(f"--waits {path}: not a readable JSON file ({exc})") from None
+    except RecursionError:  # nesting deeper than Python's stack: an input error, no traceback
+        raise ReplayError(f"--waits {path}: JSON too deeply nested to read") from None
     if not isinstance(data, dict) or (data.get("schema"), data.get("version")) != (
         SCHEMA,
         SCHEMA_VERSION,
@@ -87,7 +90,7 @@ def load_curves(path: Path) -> dict[str, tuple[str, Survival]]:
             str(pool["labels"]): (str(pool.get("group") or ""), Survival.from_json(pool["curve"]))
             for pool in data["pools"]
         }
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, RecursionError) as exc:
         raise ReplayError(f"--waits {path}: malformed pool entry ({exc})") from None
 
 
@@ -148,11 +151,11 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
         settings = read_pool_settings({env_name(k): v for k, v in inputs.items()}, load_profiles())
         _check_pools(args.waits, settings.candidates, loaded)
     except ReplayError as exc:
-        print(f"simulate: error: {exc}", file=out)
+        print(escape_log_line(f"simulate: error: {exc}"), file=out)
         return EXIT_BAD_INPUT
     except InputErrors as exc:
         for error in exc.errors:
-            print(f"simulate: error: {error}", file=out)
+            print(escape_log_line(f"simulate: error: {error}"), file=out)
         return EXIT_BAD_INPUT
     curves = {labels: curve for labels, (_, curve) in loaded.items()}
     result = replay(curves, settings.candidates, inputs, replays=replays, seed=seed, main=main)
@@ -160,9 +163,9 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
     predicted = evaluate(steps, curves)
     document = _as_json(result, predicted, steps)
     if args.json:
-        print(json.dumps(document, indent=2), file=out)
-    else:
-        print("\n".join(_text(document)), file=out)
+        print(escape_json(json.dumps(document, indent=2)), file=out)
+    else:  # the labels come from the --waits file: each line is one log line
+        print("\n".join(escape_log_line(line) for line in _text(document)), file=out)
     return EXIT_OK
 
 

@@ -1,8 +1,10 @@
 """What `stats` prints: per-pool and per-sequence figures as text, JSON (schema v1) or Markdown.
 
 Pure: takes a History (and a Recommendation) and returns strings and dicts. Text from GitHub (a
-pool's labels, a runner group) goes through `report.escape_data` / `escape_markdown`, and into a
-Mermaid chart only as the characters a label may have; no URL from a reply is ever printed.
+pool's labels, which the dispatcher chose, a runner group) goes through `escape_markdown` in a
+table cell, into a Mermaid chart only as the characters a label may have, and every line of the
+text and the Markdown through `report.escape_log_line` (the command prints them to a log); no URL
+from a reply is ever printed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runner_queue_fallback.report import escape_data, escape_markdown
+from runner_queue_fallback.report import escape_log_line, escape_markdown
 from runner_queue_fallback.stats.history import Child, Ending, History, sequences
 from runner_queue_fallback.stats.recommend import Evaluation, PoolData, Recommendation
 from runner_queue_fallback.stats.survival import kaplan_meier
@@ -143,11 +145,11 @@ class Report:
     # ------------------------------------------------------------------------------ text
 
     def text(self) -> str:
-        """The default table."""
+        """The default table; each line one log line, whatever the labels hold."""
         h = self.history
         lines = [
             (
-                f"Queue waits of {escape_data(self.workflow)} in {escape_data(self.repository)}, "
+                f"Queue waits of {self.workflow} in {self.repository}, "
                 f"{_iso(self.since)} to {_iso(self.until)}"
             ),
             f"{h.examined} of {h.in_window} runs read, {len(h.children)} children of ours, "
@@ -161,8 +163,8 @@ class Report:
         for pool in self.pools.values():
             counts = self._counts(pool.labels)
             within = " ".join(_percent(pool.curve.within(m * 60.0)) for m in MINUTES)
-            lines.append(
-                f"{escape_data(pool.labels)[:34]:<34} {pool.children:>8} {pool.allocated:>5} "
+            lines.append(  # labels escaped before they are cut, so the columns stay aligned
+                f"{escape_log_line(pool.labels)[:34]:<34} {pool.children:>8} {pool.allocated:>5} "
                 f"{counts[Ending.TIMED_OUT]:>3} {counts[Ending.RACE]:>4} {within} "
                 f"{_minutes(pool.curve.quantile(0.5)):>11} {_minutes(pool.curve.quantile(0.9)):>11}"
             )
@@ -176,7 +178,7 @@ class Report:
         lines += self._sequence_lines()
         if self.recommendation is not None:
             lines += self._recommendation_lines()
-        return "\n".join(lines)
+        return _log_lines(lines)
 
     def _sequence_lines(self) -> list[str]:
         seqs = sequences(self.history.children)
@@ -201,10 +203,9 @@ class Report:
         assert rec is not None  # noqa: S101  # checked by the caller
         lines = ["", "Recommendation (pools independent; each fallback costs ~30 s):"]
         for labels, reason in rec.refused.items():
-            lines.append(f"  refused for {escape_data(labels)}: {reason}")
+            lines.append(f"  refused for {labels}: {reason}")
         counts = ", ".join(
-            f"{escape_data(p.labels)} {p.children} children/{p.allocated} runners"
-            for p in self.pools.values()
+            f"{p.labels} {p.children} children/{p.allocated} runners" for p in self.pools.values()
         )
         lines.append(f"  resting on: {counts}")
         if rec.current is not None:
@@ -213,7 +214,7 @@ class Report:
             lines.append(f"  current:  not evaluated ({rec.current_note})")
         for rank, best in enumerate(rec.best, start=1):
             lines.append(f"  #{rank}:       {_describe(best)}")
-            lines.append(f"      runners: {escape_data(best.runners_json())}")
+            lines.append(f"      runners: {best.runners_json()}")
         if not rec.best:
             lines.append("  no order can be evaluated with the data at hand")
         return lines
@@ -247,8 +248,10 @@ class Report:
             out += ["", *_mermaid(pool)]
         out += ["", *(f"{line}  " for line in self._sequence_lines()[1:])]
         if self.recommendation is not None:
-            out += ["", "```text", *self._recommendation_lines()[1:], "```"]
-        return "\n".join(out) + "\n"
+            text = [escape_log_line(line) for line in self._recommendation_lines()[1:]]
+            fence = _fence(text)
+            out += ["", f"{fence}text", *text, fence]
+        return _log_lines(out) + "\n"
 
 
 def _mermaid(pool: PoolData) -> list[str]:
@@ -266,10 +269,21 @@ def _mermaid(pool: PoolData) -> list[str]:
     ]
 
 
+def _log_lines(lines: Sequence[str]) -> str:
+    """`lines` joined, each made one log line: a value's line break or `::` starts none."""
+    return "\n".join(escape_log_line(line) for line in lines)
+
+
+def _fence(lines: Sequence[str]) -> str:
+    """A code fence longer than any run of backticks in `lines`, which cannot close it."""
+    longest = max((len(run) for line in lines for run in re.findall("`+", line)), default=0)
+    return "`" * max(3, longest + 1)
+
+
 def _describe(e: Evaluation) -> str:
     order = " -> ".join(f"{s.labels} {s.minutes:g}m" for s in e.steps)
     return (
-        f"{escape_data(order)}: mean {_minutes(e.mean_seconds)}, "
+        f"{order}: mean {_minutes(e.mean_seconds)}, "
         f"p90 {_minutes(e.p90_seconds)}, exhausted {100 * e.exhausted:.1f}%"
     )
 
