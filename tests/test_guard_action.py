@@ -151,8 +151,8 @@ def test_the_python_probe_accepts_only_3_11_or_newer(tmp_path):
     for version, found in (("(3, 11)", True), ("(3, 10)", False)):
         fake = tmp_path / "bin"
         fake.mkdir(exist_ok=True)
-        # A python3 that reports `version` and runs the probe's -c code.
-        fake_version = f"import sys; sys.version_info = {version}; exec(sys.argv[2])"
+        # A python3 that reports `version` and runs the probe's -c code (its last argument).
+        fake_version = f"import sys; sys.version_info = {version}; exec(sys.argv[-1])"
         shim = f'#!/bin/sh\nexec {sys.executable} -c "{fake_version}" "$@"\n'
         for name in ("python3", "python"):
             (fake / name).write_text(shim)
@@ -189,6 +189,7 @@ def _with(world: FakeGitHub) -> dict[str, str]:
         "source-ref": SOURCE_REF,
         "source-sha": world.refs["heads/feature"],
         "coordinator-workflow": COORDINATOR_WORKFLOW,
+        "coordinator-ref": "refs/heads/main",
         "api-version": "auto",  # not in the example's with: the runner fills in the default
         "token": TOKEN,
     }
@@ -262,7 +263,7 @@ def test_both_forms_pass_a_genuine_child(served, tmp_path, form):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Guard passed: the workload may start" in result.stdout
     summary = (tmp_path / "summary.md").read_text()
-    assert summary.count("| pass |") == 5  # attempt, request id, identity, parent, source
+    assert summary.count("| pass |") == 6  # attempt, request id, identity, parent, first, source
     assert TOKEN not in summary
     assert [line for line in result.stdout.splitlines() if TOKEN in line] == [
         f"::add-mask::{TOKEN}"
@@ -294,6 +295,7 @@ def test_both_forms_read_every_input(served, tmp_path, form, name):
         "source-ref": "refs/heads/other",
         "source-sha": "f" * 40,
         "coordinator-workflow": "ci.yml",  # the parent is a run of another workflow
+        "coordinator-ref": "refs/heads/other",  # the parent ran from main
         "api-version": "2024-01-01",  # not a version the input allows: refused before any request
         "token": "",  # blank: the input is missing
     }
@@ -330,17 +332,30 @@ def test_the_wheel_cache_is_keyed_by_lock_python_and_platform(prepare, tmp_path)
     assert prepare.wheelhouse_for({"RUNNER_TOOL_CACHE": str(tmp_path)}, lock) != first
 
 
+def _venvs(tmp_path: Path) -> tuple[list[Path], Any]:
+    """A stand-in for prepare_venv.new_venv: numbered empty folders, and the list of them."""
+    made: list[Path] = []
+
+    def make_venv() -> Path:
+        made.append(tmp_path / f"venv-{len(made)}")
+        made[-1].mkdir()
+        return made[-1]
+
+    return made, make_venv
+
+
 def test_a_cache_that_does_not_verify_is_downloaded_again_never_used(
     prepare, tmp_path, monkeypatch
 ):
-    """pip's hash check fails on the cache: a fresh download replaces it, then the install runs."""
+    """pip's hash check fails on the cache: that venv is dropped; a fresh download replaces the
+    cache and is installed into a new venv."""
     house = tmp_path / "cache" / "abc-py311"
     house.mkdir(parents=True)
     (house / "tampered.whl").write_text("x")
-    calls: list[list[str]] = []
+    calls: list[tuple[list[str], Path]] = []
 
-    def fake_run(command: list[str]) -> bool:
-        calls.append(command)
+    def fake_run(command: list[str], _env: dict[str, str], cwd: Path) -> bool:
+        calls.append((command, cwd))
         if "download" in command:
             Path(command[command.index("--dest") + 1], "good.whl").write_text("ok")
             return True
@@ -348,37 +363,43 @@ def test_a_cache_that_does_not_verify_is_downloaded_again_never_used(
         return (source / "good.whl").exists()  # only the fresh download verifies
 
     monkeypatch.setattr(prepare, "_run", fake_run)
-    assert prepare.install(["pip"], LOCK, house) == "cold"
-    kinds = [c[1] for c in calls]
-    assert kinds == ["install", "download", "install"]
-    assert Path(calls[0][calls[0].index("--find-links") + 1]) == house
-    assert Path(calls[2][calls[2].index("--find-links") + 1]) != house, "install from the fresh one"
+    monkeypatch.setattr(prepare, "pip_command", lambda python: ["pip", str(python)])
+    made, make_venv = _venvs(tmp_path)
+    env_dir, start = prepare.install(LOCK, house, make_venv, ["--cert", "ca.pem"], {})
+    assert (env_dir, start) == (made[1], "cold")
+    assert not made[0].exists(), "the venv the failed install ran in is gone"
+    assert [c[0][2] for c in calls] == ["install", "download", "install"]
+    assert [c[1] for c in calls] == [made[0], made[1], made[1]]
+    first, download, second = (c[0] for c in calls)
+    assert Path(first[first.index("--find-links") + 1]) == house
+    assert Path(second[second.index("--find-links") + 1]) != house, "install from the fresh one"
+    assert download[download.index("--cert") + 1] == "ca.pem", "transport options: downloads only"
+    assert "--cert" not in first + second
     assert sorted(p.name for p in house.iterdir()) == ["good.whl"], "the cache was replaced"
     calls.clear()
-    assert prepare.install(["pip"], LOCK, house) == "warm"
-    assert [c[1] for c in calls] == ["install"]
+    assert prepare.install(LOCK, house, make_venv, [], {}) == (made[2], "warm")
+    assert [c[0][2] for c in calls] == ["install"]
 
 
 def test_a_failed_download_fails_closed_with_a_message(prepare, tmp_path, monkeypatch):
-    monkeypatch.setattr(prepare, "_run", lambda _command: False)
+    monkeypatch.setattr(prepare, "_run", lambda *_args: False)
+    monkeypatch.setattr(prepare, "pip_command", lambda python: ["pip", str(python)])
     with pytest.raises(prepare.PrepareError, match="cold start needs the package index"):
-        prepare.install(["pip"], LOCK, tmp_path / "cache" / "abc")
+        prepare.install(LOCK, tmp_path / "cache" / "abc", _venvs(tmp_path)[1], [], {})
     assert not list((tmp_path / "cache").iterdir()), "no half-downloaded cache is left"
 
 
 def test_every_venv_is_a_new_directory(prepare, tmp_path, monkeypatch):
     """Two jobs never share a venv, even with the same RUNNER_TEMP."""
     made: list[Path] = []
-    monkeypatch.setattr(prepare.venv.EnvBuilder, "create", lambda _self, d: made.append(Path(d)))
-    monkeypatch.setattr(prepare, "install", lambda *_args: "warm")
-    monkeypatch.setattr(prepare, "pip_command", lambda _python: (["pip"], False))
 
-    def fake_purelib(*args: Any, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-        site = made[-1] / "site"
-        site.mkdir()
-        return subprocess.CompletedProcess(args, 0, stdout=f"{site}\n")
+    def create(_self: Any, env_dir: str) -> None:
+        made.append(Path(env_dir))
+        prepare._venv_paths(made[-1])["purelib"].mkdir(parents=True)
 
-    monkeypatch.setattr(prepare.subprocess, "run", fake_purelib)
+    monkeypatch.setattr(prepare.venv.EnvBuilder, "create", create)
+    monkeypatch.setattr(prepare, "install", lambda _l, _h, make_venv, *_args: (make_venv(), "warm"))
+    monkeypatch.setattr(prepare, "verify_venv", lambda *_args: None)
     environ = {"RUNNER_TEMP": str(tmp_path), "GITHUB_OUTPUT": str(tmp_path / "out")}
     assert prepare.main(environ) == 0
     assert prepare.main(environ) == 0
@@ -387,7 +408,7 @@ def test_every_venv_is_a_new_directory(prepare, tmp_path, monkeypatch):
     outputs = (tmp_path / "out").read_text().splitlines()
     assert [line.split("=", 1)[0] for line in outputs] == ["python", "python"]
     for env_dir in made:
-        (pth,) = (env_dir / "site").glob("*.pth")
+        (pth,) = prepare._venv_paths(env_dir)["purelib"].glob("*.pth")
         assert pth.read_text().strip() == str(ROOT), "the action's own checkout, not a copy"
 
 
