@@ -16,17 +16,24 @@ How it works:
    rebuilt when a core module or a test changes). A mutant inside a function runs the tests that
    called it; a mutant of a module-level constant runs the tests of every function that names it;
    code that runs only at import time (a class body, a default) runs its whole module's tests.
-3. Each mutant is written into a private copy of the repository (never the working tree), and a
-   forked process runs `pytest -x` on the selected tests (with a timeout). Survivors then run the
-   fuzz tests (`tests/test_fuzz_coordinator.py`, the CI volume) unless `--no-fuzz`.
-4. Results are kept per module in `.mutate/results.json`: a module whose source changed starts
-   again; after a change of the tests the killed stay killed and the survivors run again. An
-   interrupted run resumes where it stopped, and runs on different modules may run side by side
-   (saves merge under a lock). The copy keeps Python's bytecode cache; the mutated module's
-   `.pyc` is dropped for each mutant (its stamp cannot tell two mutants of one second apart).
+3. The runner checks itself before any mutant of a module runs: the module as it re-emits it
+   (walked and unparsed, no mutant applied) must be the same program (an AST equal to the
+   original's) and pass its tests in the copy; otherwise the module is refused, with no figures.
+   Each mutant is written into a private copy of the repository (never the working tree), and a
+   forked process imports the mutated module, then runs `pytest -x` on the selected tests (with a
+   timeout). A mutant that does not compile or import is invalid: a defect of the runner, never
+   counted as killed. Survivors then run the fuzz tests (`tests/test_fuzz_coordinator.py`, the CI
+   volume) unless `--no-fuzz`.
+4. Results are kept per module in `.mutate/results.json`: a module whose source changed, or any
+   module after a change of this runner, starts again; after a change of the tests the killed stay
+   killed and the survivors run again. An interrupted run resumes where it stopped, and runs on
+   different modules may run side by side (saves merge under a lock). The copy keeps Python's
+   bytecode cache; the mutated module's `.pyc` is dropped for each mutant (its stamp cannot tell
+   two mutants of one second apart).
 5. The report: per module, killed / total, the equivalent mutants (`tests/mutation/equivalent.txt`,
-   reviewed, one line of reason each) and every other survivor. Exit status 1 when a survivor is
-   not on the equivalent list or a module is under `--min-score` (killed / (total - equivalent)).
+   reviewed, one line of reason each), every other survivor and the invalid mutants (out of the
+   total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
+   module was refused or is under `--min-score` (killed / (total - equivalent)).
 """
 
 from __future__ import annotations
@@ -34,17 +41,19 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import faulthandler
 import fcntl
 import hashlib
+import importlib
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -64,6 +73,8 @@ CORE = (
     "sequence/quota.py",
     "sequence/preflight.py",
     "sequence/context.py",
+    "sequence/run_name.py",
+    "sequence/job_time.py",
     "observe.py",
     "guard.py",
     "parent.py",
@@ -77,28 +88,39 @@ FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
 #: inputs and plan tests read `timing`'s limits (deadlines, candidates, the hosted job limit).
 MAP_TESTS = (
     "tests/test_api_versions.py",
+    "tests/test_audit_rules.py",
     "tests/test_cleanup.py",
     "tests/test_cli.py",
     "tests/test_coordinator.py",
+    "tests/test_copies.py",
     "tests/test_github_client.py",
     "tests/test_guard.py",
+    "tests/test_hidden_rules.py",
     "tests/test_input_rules.py",
     "tests/test_inputs.py",
+    "tests/test_job_time.py",
     "tests/test_observe.py",
+    "tests/test_odd_input.py",
     "tests/test_older_server.py",
+    "tests/test_outside_text.py",
     "tests/test_plan.py",
     "tests/test_preflight.py",
     "tests/test_quota.py",
-    "tests/test_request_id.py",
+    "tests/test_quota_pauses.py",
     "tests/test_regressions.py",
     "tests/test_report.py",
+    "tests/test_request_id.py",
     "tests/test_rules.py",
     "tests/test_simulate.py",
+    "tests/test_troubleshooting.py",
     "tests/test_trust_boundaries.py",
+    "tests/test_user_facing.py",
 )
 STATE = ROOT / ".mutate"
 EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.txt"
 PRAGMA = "# no mutate"
+#: Results are the runner's as much as the module's: a change of this file starts every module again.
+RUNNER = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
 
 COMPARE_SWAP: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.LtE,
@@ -255,8 +277,10 @@ class _Sites(ast.NodeTransformer):
             if isinstance(old, list) and old and isinstance(old[0], ast.stmt):
                 setattr(node, field, self._body(old))
             elif isinstance(old, list):
-                new = [self.visit(v) if isinstance(v, ast.AST) else v for v in old]
-                setattr(node, field, [v for v in new if v is not None])
+                # An element is kept as it is unless it is a node: `None` is part of the program in
+                # a list field (a keyword-only parameter without default in `kw_defaults`, a
+                # `**mapping` in a dict's `keys`). Our visitors never remove a node.
+                setattr(node, field, [self.visit(v) if isinstance(v, ast.AST) else v for v in old])
             elif isinstance(old, ast.AST):
                 setattr(node, field, self.visit(old))
         return node
@@ -362,6 +386,55 @@ def module_path(module: str) -> Path:
     return ROOT / PACKAGE / module
 
 
+def emit(source: str, target: int | None = None) -> str:
+    """The module as the runner writes it: walked (mutant `target` applied, if any) and unparsed."""
+    tree = _Sites(source.splitlines(), target=target).visit(ast.parse(source))
+    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+
+
+class SelfCheckFailed(Exception):
+    """The runner cannot vouch for a module: its mutants would measure the runner, not the tests."""
+
+
+def check_round_trip(module: str, source: str) -> None:
+    """The module re-emitted without a mutant must be the same program (the same AST) as its source.
+
+    Otherwise every mutant carries a second, unlisted change (the runner once dropped the `None`
+    of a keyword-only parameter without default: every mutant of such a module "died").
+    """
+    original = ast.dump(ast.parse(source))
+    try:
+        emitted = ast.dump(ast.parse(emit(source)))
+    except SyntaxError as exc:
+        raise SelfCheckFailed(f"{module}: re-emitted unmutated, it does not parse ({exc})") from exc
+    if emitted != original:
+        line = _first_difference(ast.parse(source), ast.parse(emit(source)))
+        raise SelfCheckFailed(
+            f"{module}: re-emitted unmutated, it is not the same program (its AST differs from "
+            f"the original's at line {line}: {source.splitlines()[line - 1].strip()!r})"
+        )
+
+
+def _first_difference(original: ast.AST, emitted: ast.AST) -> int:
+    """The line of the first node (breadth first) whose fields differ between the two trees."""
+    lines = {id(original): 1}
+    for node in ast.walk(original):  # a node without a line (arguments) is at its parent's
+        for child in ast.iter_child_nodes(node):
+            lines[id(child)] = getattr(child, "lineno", lines[id(node)])
+    for a, b in zip(ast.walk(original), ast.walk(emitted), strict=False):
+        if type(a) is not type(b):
+            return lines[id(a)]
+        for (_, x), (_, y) in zip(ast.iter_fields(a), ast.iter_fields(b), strict=True):
+            if isinstance(x, list) and isinstance(y, list):
+                if [v if not isinstance(v, ast.AST) else type(v) for v in x] != [
+                    v if not isinstance(v, ast.AST) else type(v) for v in y
+                ]:
+                    return lines[id(a)]
+            elif not isinstance(x, ast.AST) and x != y:
+                return lines[id(a)]
+    return 1
+
+
 def mutants_of(module: str) -> list[Mutant]:
     source = module_path(module).read_text()
     sites = _Sites(source.splitlines())
@@ -377,10 +450,16 @@ def mutants_of(module: str) -> list[Mutant]:
 
 
 def mutated_source(mutant: Mutant) -> str:
-    source = module_path(mutant.module).read_text()
-    sites = _Sites(source.splitlines(), target=mutant.index)
-    tree = sites.visit(ast.parse(source))
-    return ast.unparse(ast.fix_missing_locations(tree)) + "\n"
+    return emit(module_path(mutant.module).read_text(), mutant.index)
+
+
+def compiles(source: str, module: str) -> bool:
+    """False for a mutant that is no Python at all: an invalid mutant, never a killed one."""
+    try:
+        compile(source, module, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 # ------------------------------------------------------------------------- test mapping
@@ -406,6 +485,8 @@ class _Recorder:
         self.calls: dict[str, set[str]] = {}
         self.durations: dict[str, float] = {}
         self.package = str(ROOT / PACKAGE) + os.sep
+        #: tests during which Python dropped the hook: their calls are recorded only in part
+        self.lost: set[str] = set()
 
     def profile(self, frame: FrameType, event: str, _arg: object) -> None:
         if event == "call" and self.current is not None:
@@ -416,8 +497,13 @@ class _Recorder:
 
     def pytest_runtest_setup(self, item: Any) -> None:
         self.current = item.nodeid
+        # Python drops a profile hook that raises (a test of deep input overflows the stack
+        # inside it), and every later test would then be mapped to nothing: install it per test.
+        sys.setprofile(self.profile)
 
     def pytest_runtest_teardown(self, item: Any) -> None:
+        if sys.getprofile() != self.profile:
+            self.lost.add(item.nodeid)
         self.current = None
 
     def pytest_runtest_logreport(self, report: Any) -> None:
@@ -444,6 +530,10 @@ def build_map() -> dict[str, Any]:
         threading.setprofile(None)
     if code != 0:
         sys.exit(f"scripts/mutate: the suite does not pass unmutated (pytest exit {code})")
+    unmapped = sorted(set(recorder.durations) - {t for ts in recorder.calls.values() for t in ts})
+    for nodeid in sorted(recorder.lost.union(unmapped)):
+        why = "its calls are mapped only in part" if nodeid in recorder.lost else "no core call"
+        print(f"scripts/mutate: map: {nodeid}: {why}")
 
     # the quickest tests first: with -x, most mutants are killed by the first that fails
     def order(tests: set[str]) -> list[str]:
@@ -524,40 +614,73 @@ def _copy_tree(into: Path) -> Path:
     return target
 
 
-def run_tests(tree: Path, tests: list[str], timeout: float) -> str:
-    """Run pytest -x on `tests` in `tree`, in a forked process: 'killed', 'survived' or 'timeout'."""
+#: The exit status of a run whose module under test does not import (SyntaxError, ImportError).
+INVALID_EXIT = 86
+
+
+def dotted(module: str) -> str:
+    """The import name of a core module (`sequence/context.py` -> `<package>.sequence.context`)."""
+    return ".".join((PACKAGE, *Path(module).with_suffix("").parts))
+
+
+def run_tests(tree: Path, tests: list[str], timeout: float, module: str | None = None) -> str:
+    """Run pytest -x on `tests` in `tree`, in a forked process.
+
+    'killed', 'survived', 'timeout', or 'invalid' when `module` (the module under test) does not
+    import: a mutant that is not a program kills nothing.
+    """
+    # A watchdog armed at the fork (pytest's hang detector, when the runner runs under pytest)
+    # is inherited without its thread: the child would wait forever to cancel it.
+    faulthandler.cancel_dump_traceback_later()
     pid = os.fork()
     if pid == 0:  # the child: quiet, in the copy, importing the mutated package from it
-        try:
-            if not os.environ.get("RQF_MUTATE_VERBOSE"):  # set it to see the runs' output
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, 1)
-                os.dup2(devnull, 2)
-            os.chdir(tree)
-            sys.path.insert(0, str(tree))
-            # Bytecode is cached in the copy (the tests and the unmutated modules compile once);
-            # `_write` drops the mutated module's, whose stamp could not tell two mutants apart.
-            os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
-            sys.dont_write_bytecode = False
-            import pytest  # noqa: PLC0415
+        os._exit(_child(tree, tests, module))
+    return _wait(pid, timeout)
 
-            args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-x", "-q", "-o", "addopts="]
-            code = pytest.main([*args, "-o", "faulthandler_timeout=0", *tests])
-        except BaseException:  # noqa: BLE001  # a mutant that breaks collection is killed
-            traceback.print_exc()
-            code = 1
-        os._exit(int(code))
-    start = time.monotonic()
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            code = os.waitstatus_to_exitcode(status)
-            return "survived" if code == 0 else "killed"
-        if time.monotonic() - start > timeout:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            return "timeout"
-        time.sleep(0.05)
+
+def _child(tree: Path, tests: list[str], module: str | None) -> int:
+    try:
+        if not os.environ.get("RQF_MUTATE_VERBOSE"):  # set it to see the runs' output
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 1)
+            os.dup2(devnull, 2)
+            sys.stdout = sys.stderr = os.fdopen(devnull, "w")  # a parent's capture, under pytest
+        os.chdir(tree)
+        sys.path.insert(0, str(tree))
+        # Bytecode is cached in the copy (the tests and the unmutated modules compile once);
+        # `_write` drops the mutated module's, whose stamp could not tell two mutants apart.
+        os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+        sys.dont_write_bytecode = False
+        if module is not None:
+            try:
+                importlib.import_module(dotted(module))
+            except (SyntaxError, ImportError):
+                traceback.print_exc()
+                return INVALID_EXIT
+            except Exception:  # noqa: BLE001, S110  # raised by the mutant's code: the tests see it
+                pass
+        import pytest  # noqa: PLC0415
+
+        args = ["-p", "no:cacheprovider", "-p", "no:xdist", "-x", "-q", "-o", "addopts="]
+        return int(pytest.main([*args, "-o", "faulthandler_timeout=0", *tests]))
+    except BaseException:  # noqa: BLE001  # a mutant that breaks collection is killed
+        traceback.print_exc()
+        return 1
+
+
+def _wait(pid: int, timeout: float) -> str:
+    """Wait for the run's end (its pidfd turns readable), up to `timeout` seconds."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        ended, _, _ = select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    if not ended:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return "timeout"
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return {0: "survived", INVALID_EXIT: "invalid"}.get(code, "killed")
 
 
 def _preimport() -> None:
@@ -590,42 +713,33 @@ def run_module(
     results: dict[str, Any],
     used: dict[str, set[str]],
 ) -> dict[str, str]:
-    source_digest = _digest([module_path(module)])
-    stored = results.get(module, {})
-    if stored.get("source") != source_digest or args.fresh:
-        stored = {"source": source_digest, "tests": mapping["digest"], "mutants": {}}
-    elif stored.get("tests") != mapping["digest"]:
-        # New or changed tests can kill more, never fewer (a removed test is the one exception:
-        # --fresh then): what was killed stays killed, survivors run again.
-        kept = {k: s for k, s in stored["mutants"].items() if s != "survived"}
-        stored = {"source": source_digest, "tests": mapping["digest"], "mutants": kept}
-    results[module] = stored
+    """Run the module's pending mutants; raises SelfCheckFailed before any of them if need be."""
+    stored = _stored(module, args, mapping, results)
     done: dict[str, str] = stored["mutants"]
     original = (tree / PACKAGE / module).read_text()
     mutants = mutants_of(module)
-    print(
-        f"== {module}: {len(mutants)} mutants ({sum(1 for m in mutants if m.key in done)} done before)"
-    )
+    pending = [
+        m
+        for m in mutants
+        if m.key not in done or (args.retry_survivors and done[m.key] == "survived")
+    ]
+    print(f"== {module}: {len(mutants)} mutants ({len(mutants) - len(pending)} done before)")
     try:
-        for number, mutant in enumerate(mutants, start=1):
-            if mutant.key in done and not (args.retry_survivors and done[mutant.key] == "survived"):
-                continue
-            _write(tree / PACKAGE / module, mutated_source(mutant))
-            tests = args.tests or tests_for(mutant, mapping["calls"], used)
-            status = run_tests(tree, tests, args.timeout) if tests else "survived"
-            stage = "quick"
-            if status == "survived" and not args.no_fuzz:
-                stage = "fuzz"
-                status = run_tests(tree, list(FUZZ_TESTS), args.fuzz_timeout)
+        if pending and not stored.get("checked"):
+            tests = args.tests or _union(tests_for(m, mapping["calls"], used) for m in mutants)
+            self_check(module, original, tree, tests, args.timeout * 4)
+            stored["checked"] = True
+        for mutant in pending:
+            status, stage, tests = _run_mutant(mutant, args, mapping, tree, used)
             done[mutant.key] = status
-            mark = {"killed": ".", "timeout": "t", "survived": "S"}[status]
-            if status == "survived":
+            if status in {"survived", "invalid"}:
+                number = mutants.index(mutant) + 1
                 print(
-                    f"  [{number}/{len(mutants)}] SURVIVED ({stage}, {len(tests)} tests) "
+                    f"  [{number}/{len(mutants)}] {status.upper()} ({stage}, {len(tests)} tests) "
                     f"line {mutant.line}: {mutant.key}"
                 )
             else:
-                print(mark, end="", flush=True)
+                print({"killed": ".", "timeout": "t"}[status], end="", flush=True)
             _save(results, module)
     finally:
         _write(tree / PACKAGE / module, original)
@@ -633,6 +747,67 @@ def run_module(
     print()
     keys = {m.key for m in mutants}
     return {k: v for k, v in done.items() if k in keys}
+
+
+def _stored(
+    module: str, args: argparse.Namespace, mapping: dict[str, Any], results: dict[str, Any]
+) -> dict[str, Any]:
+    """The module's stored results that still hold (same source, same runner), in `results`."""
+    source_digest = _digest([module_path(module)])
+    stored: dict[str, Any] = results.get(module, {})
+    fresh = {"source": source_digest, "runner": RUNNER, "tests": mapping["digest"], "mutants": {}}
+    if (stored.get("source"), stored.get("runner")) != (source_digest, RUNNER) or args.fresh:
+        stored = fresh
+    elif stored.get("tests") != mapping["digest"]:
+        # New or changed tests can kill more, never fewer (a removed test is the one exception:
+        # --fresh then): what was killed stays killed, survivors run again.
+        kept = {k: s for k, s in stored["mutants"].items() if s in {"killed", "timeout"}}
+        stored = {**fresh, "mutants": kept}
+    results[module] = stored
+    return stored
+
+
+def _union(lists: Iterator[list[str]]) -> list[str]:
+    return list(dict.fromkeys(t for tests in lists for t in tests))
+
+
+def self_check(module: str, original: str, tree: Path, tests: list[str], timeout: float) -> None:
+    """Before any mutant: the module, emitted unmutated, is the same program and passes its tests.
+
+    Otherwise SelfCheckFailed, and the copy keeps the original.
+    """
+    check_round_trip(module, original)
+    if not tests:
+        return
+    _write(tree / PACKAGE / module, emit(original))
+    try:
+        status = run_tests(tree, tests, timeout, module)
+    finally:
+        _write(tree / PACKAGE / module, original)
+    if status != "survived":
+        raise SelfCheckFailed(
+            f"{module}: re-emitted unmutated, it does not pass its {len(tests)} tests ({status}; "
+            f"RQF_MUTATE_VERBOSE=1 shows the run)"
+        )
+
+
+def _run_mutant(
+    mutant: Mutant,
+    args: argparse.Namespace,
+    mapping: dict[str, Any],
+    tree: Path,
+    used: dict[str, set[str]],
+) -> tuple[str, str, list[str]]:
+    """(status, stage, tests): invalid when it does not compile or its module does not import."""
+    source = mutated_source(mutant)
+    tests = args.tests or tests_for(mutant, mapping["calls"], used)
+    if not compiles(source, mutant.module):
+        return "invalid", "compile", tests
+    _write(tree / PACKAGE / mutant.module, source)
+    status = run_tests(tree, tests, args.timeout, mutant.module) if tests else "survived"
+    if status == "survived" and not args.no_fuzz:
+        return run_tests(tree, list(FUZZ_TESTS), args.fuzz_timeout, mutant.module), "fuzz", tests
+    return status, "import" if status == "invalid" else "quick", tests
 
 
 def _write(path: Path, source: str) -> None:
@@ -658,30 +833,36 @@ def _save(results: dict[str, Any], module: str) -> None:
 
 
 def report(outcomes: dict[str, dict[str, str]], min_score: float) -> int:
+    """Print the table; 1 when a survivor is unexplained, a mutant invalid or a module too low."""
     equivalent = load_equivalent()
-    rows = [
-        "| module | mutants | killed | equivalent | other survivors | killed % | of non-equivalent |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
+    columns = ("mutants", "killed", "equivalent", "other survivors", "invalid", "killed %")
+    rows = [f"| module | {' | '.join(columns)} | of non-equivalent |", "| --- |" + " ---: |" * 7]
     failing = 0
     unexplained: list[str] = []
+    invalid: list[str] = []
     for module, done in outcomes.items():
-        total = len(done)
+        bad = [k for k, s in done.items() if s == "invalid"]
+        invalid += bad
+        total = len(done) - len(bad)  # an invalid mutant is the runner's defect: not counted
         killed = sum(1 for s in done.values() if s in {"killed", "timeout"})
         eq = sum(1 for k, s in done.items() if s == "survived" and k in equivalent)
         other = [k for k, s in done.items() if s == "survived" and k not in equivalent]
         unexplained += other
         score = killed / max(1, total - eq)
         rows.append(
-            f"| {module} | {total} | {killed} | {eq} | {len(other)} | "
+            f"| {module} | {total} | {killed} | {eq} | {len(other)} | {len(bad)} | "
             f"{100 * killed / max(1, total):.0f}% | {100 * score:.0f}% |"
         )
-        failing += bool(other) or score < min_score
+        failing += bool(other) or bool(bad) or score < min_score
     text = "\n".join(rows)
     print(text)
     if unexplained:
         print("\nSurvivors not on the equivalent list:")
         for key in unexplained:
+            print(f"  {key}")
+    if invalid:
+        print("\nInvalid mutants (they do not compile or import: a defect of scripts/mutate.py):")
+        for key in invalid:
             print(f"  {key}")
     stale = [
         k
@@ -693,8 +874,25 @@ def report(outcomes: dict[str, dict[str, str]], min_score: float) -> int:
         print(f"\nOn the equivalent list but killed now (remove them from {EQUIVALENT.name}):")
         for key in stale:
             print(f"  {key}")
+    current = {m.key for module in outcomes for m in mutants_of(module)}
+    gone = [k for k in equivalent if k.split(" :: ")[0] in outcomes and k not in current]
+    if gone:
+        print(f"\nOn the equivalent list but no such mutant now (update {EQUIVALENT.name}):")
+        for key in gone:
+            print(f"  {key}")
+    STATE.mkdir(exist_ok=True)
     (STATE / "report.md").write_text(text + "\n")
     return 1 if failing else 0
+
+
+def _current(module: str, results: dict[str, Any]) -> dict[str, str]:
+    """The stored results of `module` that this runner gave on its present source, else none."""
+    stored = results.get(module, {})
+    if (stored.get("source"), stored.get("runner")) != (_digest([module_path(module)]), RUNNER):
+        print(f"({module}: no results of this runner on its present source)")
+        return {}
+    keys = {m.key for m in mutants_of(module)}
+    return {k: s for k, s in stored.get("mutants", {}).items() if k in keys}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -733,25 +931,26 @@ def main(argv: list[str] | None = None) -> int:
     results_path = STATE / "results.json"
     results: dict[str, Any] = json.loads(results_path.read_text()) if results_path.exists() else {}
     if args.report:
-        return report(
-            {
-                m: {
-                    k: s
-                    for k, s in results.get(m, {}).get("mutants", {}).items()
-                    if k in {x.key for x in mutants_of(m)}
-                }
-                for m in modules
-            },
-            args.min_score,
-        )
+        return report({m: _current(m, results) for m in modules}, args.min_score)
     if args.tests:  # an ad-hoc selection: its results are not the module's
         results = {"_volatile": True}
         mapping: dict[str, Any] = {"digest": "adhoc", "calls": {"": args.tests}}
     else:
         mapping = load_map(rebuild=args.remap)
+    return run(modules, args, mapping, results)
+
+
+def run(
+    modules: list[str], args: argparse.Namespace, mapping: dict[str, Any], results: dict[str, Any]
+) -> int:
+    """Run `modules` in a private copy of the tree and report.
+
+    A module the self-check refuses gets no figures, and the run fails.
+    """
     used = _names_used()
     _preimport()
     outcomes = {}
+    refused = []
     with tempfile.TemporaryDirectory(prefix="rqf-mutate-") as tmp:
         tree = _copy_tree(Path(tmp))
         # the runs must pass on the unmutated copy, or every mutant would count as killed
@@ -762,8 +961,15 @@ def main(argv: list[str] | None = None) -> int:
                 "RQF_MUTATE_VERBOSE=1 scripts/mutate ...)"
             )
         for module in modules:
-            outcomes[module] = run_module(module, args, mapping, tree, results, used)
-    return report(outcomes, args.min_score)
+            try:
+                outcomes[module] = run_module(module, args, mapping, tree, results, used)
+            except SelfCheckFailed as exc:
+                print(f"\nscripts/mutate: no mutant run: {exc}")
+                refused.append(module)
+    code = report(outcomes, args.min_score)
+    if refused:
+        print(f"\nRefused by the self-check (nothing measured): {', '.join(refused)}")
+    return 1 if refused else code
 
 
 if __name__ == "__main__":
