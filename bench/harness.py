@@ -11,6 +11,14 @@ With `jobs` (a `JobLimits`), each coordinator runs as the runner runs a job: its
 cancelled at the job's `timeout-minutes` (SIGINT, then killed 10 s later), and its post step
 (`cleanup`, through `cli.main` as the runner calls it) runs after the main step, cut off 5 minutes
 after the job's cancellation. Signals arrive at a step's next wait (a request takes `latency`).
+Each such coordinator knows its job as on a runner (`GITHUB_WORKFLOW_REF`, `GITHUB_WORKFLOW_SHA`,
+`GITHUB_JOB`, `RUNNER_NAME`): its parent run's job started when it did, and its workflow file
+(one per `timeout-minutes`) says that timeout.
+
+With `guards`, each child's first step runs the real guard (`cli.main(["guard"])`, with the
+child's token) when a runner starts it: its reads (own run, parent, the run search, source ref)
+count against the repository's quota like any other, and a spent quota makes it refuse the
+workload (it fails closed). Without, the fake's guard step just passes after 2 s, sending nothing.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
 from bench.baseline import OriginalCoordinator
+from bench.losses import CancelContext, StartedCancel, started_cancels
 from runner_queue_fallback import cli
 from runner_queue_fallback.clock import Clock, FakeClock
 from runner_queue_fallback.coordinator import Coordinator, Result
@@ -58,8 +67,11 @@ from runner_queue_fallback.sim.model import Workload
 from runner_queue_fallback.sim.world import API_VERSIONS, QUOTA_WINDOW
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
+    GuardLog,
     capture_stdout,
     coordinator_environ,
+    guard_hook,
+    job_environ,
     read_key_values,
     standard_world,
     with_defaults,
@@ -303,6 +315,8 @@ class CoordinatorRecord:
     children: list[ChildTimeline] = field(default_factory=list)
     job: JobOutcome | None = None  # with JobLimits: timeout and post step
     log: str = ""  # what the main step printed
+    #: its children whose workload started and that it cancelled (bench/losses.py)
+    started_cancels: list[StartedCancel] = field(default_factory=list)
 
     @property
     def exited_at(self) -> float:
@@ -379,6 +393,9 @@ class Trial:
     cpu_seconds: float  # the whole process: coordinators, client, transport and the fake
     fake_cpu_seconds: float  # of which the fake GitHub's own request handling and scheduling
     virtual_seconds: float
+    #: with `guards`: what each guard step printed, and the ledger's number of the child token
+    guard_logs: list[GuardLog] = field(default_factory=list)
+    guard_client: int | None = None
 
     @property
     def totals(self) -> LedgerTotals:
@@ -411,12 +428,16 @@ def simulate(
     secondary: SecondaryLimits | None = None,
     jobs: JobLimits | None = None,
     api_versions: frozenset[str] = API_VERSIONS,
+    guards: bool = False,
+    quota_spent_at: Sequence[float] = (),
 ) -> Trial:
     """Run every spec's coordinator at once on one virtual clock in one repository.
 
     `etags` overrides the variant's world (`VARIANT_ETAGS`); `secondary` turns the fake's
     secondary limits on; `jobs` runs each coordinator as a job (timeout, post step);
-    `api_versions=OLDER_SERVER`: an older GitHub Enterprise Server (the older contract).
+    `api_versions=OLDER_SERVER`: an older GitHub Enterprise Server (the older contract);
+    `guards`: each child runs the real guard, on the repository's quota; `quota_spent_at`:
+    other workflows of the repository spend its whole quota at these virtual seconds.
     """
     clock = VirtualClock()
     world = TimedFakeGitHub(
@@ -429,6 +450,11 @@ def simulate(
     )
     # The clock only builds a world when none is given; ours is a VirtualClock.
     standard_world(cast("FakeClock", clock), world)
+    for at in quota_spent_at:
+        world._at(at, lambda: world.spend_quota(world.quota))  # noqa: SLF001 (the model's own timer)
+    guard_logs: list[GuardLog] = []
+    if guards:
+        world.on_worker_start = guard_hook(world, clock, [], main=cli.main, stamped=guard_logs)
     profiles = load_profiles()
     ends: list[float] = [0.0] * len(specs)
     starts: list[float] = [spec.start for spec in specs]
@@ -443,10 +469,21 @@ def simulate(
             lanes.setdefault(key, []).append(
                 _job(variant, world, clock, spec, index, environ, files, profiles, jobs)
             )
+        running = [len(lanes)]
         participants = [
-            _lane(clock, world, sorted(lane), outcomes=outcomes, starts=starts, ends=ends)
+            _lane(
+                clock,
+                world,
+                sorted(lane),
+                outcomes=outcomes,
+                starts=starts,
+                ends=ends,
+                running=running,
+            )
             for lane in lanes.values()
         ]
+        if guards:
+            participants.append(_runner(clock, world, running))
         cpu = time.process_time()
         clock.run_all(participants)
         cpu = time.process_time() - cpu
@@ -461,6 +498,8 @@ def simulate(
         cpu_seconds=cpu,
         fake_cpu_seconds=world.fake_cpu,
         virtual_seconds=clock.monotonic(),
+        guard_logs=guard_logs,
+        guard_client=world.client_number(world.worker_token),
     )
 
 
@@ -497,11 +536,14 @@ def job_timeout_minutes(plan: Plan, limits: JobLimits) -> float:
     """The job's `timeout-minutes`: as set, or what `plan` says the job needs plus the margin.
 
     A fleet that shares one quota follows the README: it adds `plan`'s "possible extra" line
-    (the admission timeout, its spread and one quota reset) to the minimum timeout.
+    (the admission timeout, its spread and one quota reset) to the minimum timeout. A workflow
+    file holds whole minutes: the value is rounded up.
     """
     if limits.timeout_minutes is not None:
-        return limits.timeout_minutes
-    return plan.timeout_minutes + plan.quota_extra_minutes + limits.timeout_margin_minutes
+        return math.ceil(limits.timeout_minutes)
+    return math.ceil(
+        plan.timeout_minutes + plan.quota_extra_minutes + limits.timeout_margin_minutes
+    )
 
 
 def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
@@ -523,6 +565,8 @@ def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
     if limits is not None:
         timeout = job_timeout_minutes(make_plan(inputs.pools), limits)
         step_clock = StepClock(clock, math.inf, math.inf)  # the times are set when it starts
+        environ.update(_own_job(world, PARENT_RUN_ID + index, timeout))
+        ctx = read_run_context(environ)
     token = inputs.token.get_secret_value()
     used: Clock = step_clock or clock
     client = GitHubClient(
@@ -540,6 +584,25 @@ def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
     coordinator = build_coordinator(kind, inputs, ctx, client, used, reporter, seed=spec.seed)
     return _Job(
         spec.start, index, coordinator, client, step_clock, environ, files, limits, timeout, log
+    )
+
+
+def _own_job(world: FakeGitHub, parent: int, timeout_minutes: float) -> dict[str, str]:
+    """Give the parent run a workflow file saying the job's `timeout-minutes`; its job's environ."""
+    minutes = math.ceil(timeout_minutes)
+    file = f"runner-check-{minutes}.yml"
+    if f".github/workflows/{file}" not in world.commits[world.refs["heads/main"]]:
+        world.add_workflow(file, "main", content=coordinator_workflow(minutes))
+    world.runs[parent].workflow_file = file
+    return job_environ(world, parent_run_id=parent)
+
+
+def coordinator_workflow(timeout_minutes: int) -> str:
+    """The coordinator's own workflow file: one job, `runner-check`, and its `timeout-minutes`."""
+    return (
+        "name: Runner check\non: pull_request\njobs:\n  runner-check:\n"
+        f"    runs-on: ubuntu-latest\n    timeout-minutes: {timeout_minutes}\n"
+        "    steps:\n      - uses: NVIDIA/runner-queue-fallback@v1\n"
     )
 
 
@@ -621,26 +684,77 @@ def _lane(
     outcomes: list[_Outcome | None],
     starts: list[float],
     ends: list[float],
+    running: list[int],
 ) -> Callable[[], None]:
-    """One participant: its coordinators in start order, each waiting for its start time."""
+    """One participant: its coordinators in start order, each waiting for its start time.
+
+    `running` counts the lanes not yet done (this one takes itself off when it is).
+    """
 
     def body() -> None:
-        for job in jobs:
-            if job.start > clock.monotonic():
-                clock.sleep(job.start - clock.monotonic())
-            index = job.index
-            starts[index] = clock.monotonic()  # later than planned if the lane ran late
-            outcome: JobOutcome | None = None
-            try:
-                if job.clock is None:
-                    job.coordinator.run()
-                else:
-                    outcome = _run_job(job, clock, world)
-            finally:
-                ends[index] = clock.monotonic() if outcome is None else outcome.main_ended_at
-                outcomes[index] = (job.coordinator, job.client, outcome, job.log.getvalue())
+        try:
+            _lane_jobs(clock, world, jobs, outcomes=outcomes, starts=starts, ends=ends)
+        finally:
+            running[0] -= 1
 
     return body
+
+
+#: The runner's participant wakes at least this often, and never sooner than this after a look.
+RUNNER_MAX_SLEEP = 60.0
+RUNNER_MIN_SLEEP = 0.25
+
+
+def _runner(clock: VirtualClock, world: FakeGitHub, running: list[int]) -> Callable[[], None]:
+    """A participant for the runners: it wakes when the next step is due, so guards start on time.
+
+    Without it the model reaches a guard's start only when some coordinator next looks, maybe
+    a minute on; the guard then runs on its own timeline from its start, and every request the
+    others send meanwhile is served from that past (their quota resets disagree with it).
+    """
+
+    def body() -> None:
+        while running[0] > 0:
+            due = world.next_event_at()
+            wait = RUNNER_MAX_SLEEP if due is None else due - clock.monotonic()
+            clock.sleep(min(RUNNER_MAX_SLEEP, max(RUNNER_MIN_SLEEP, wait)))
+            world.catch_up()
+
+    return body
+
+
+def _lane_jobs(
+    clock: VirtualClock,
+    world: FakeGitHub,
+    jobs: Sequence[_Job],
+    *,
+    outcomes: list[_Outcome | None],
+    starts: list[float],
+    ends: list[float],
+) -> None:
+    """Run one lane's coordinators in start order, each from its start time."""
+    for job in jobs:
+        if job.start > clock.monotonic():
+            clock.sleep(job.start - clock.monotonic())
+        index = job.index
+        starts[index] = clock.monotonic()  # later than planned if the lane ran late
+        _job_starts(world, PARENT_RUN_ID + index, starts[index])
+        outcome: JobOutcome | None = None
+        try:
+            if job.clock is None:
+                job.coordinator.run()
+            else:
+                outcome = _run_job(job, clock, world)
+        finally:
+            ends[index] = clock.monotonic() if outcome is None else outcome.main_ended_at
+            outcomes[index] = (job.coordinator, job.client, outcome, job.log.getvalue())
+
+
+def _job_starts(world: FakeGitHub, parent: int, at: float) -> None:
+    """The parent run's job (the coordinator's own) starts now, as the runner starts it."""
+    own = world.runs[parent].job
+    if own is not None:
+        own.created_at = own.started_at = at
 
 
 def _run_job(job: _Job, clock: VirtualClock, world: FakeGitHub) -> JobOutcome:
@@ -725,6 +839,14 @@ def _record(
         key=lambda h: h.dispatched_at,
     )
     record.children = [_timeline(h, entries, minutes, world.repository) for h in kids]
+    context = CancelContext(
+        client=world.client_number(coordinator_token(variant, index)),
+        execution_seconds=spec.execution_minutes * 60,
+        job_deadline=None if job is None else job.deadline,
+        latency=world.timings.latency,
+        log=log,
+    )
+    record.started_cancels = started_cancels(kids, entries, context)
     dispatches = [e for e in entries if e.method == "POST" and e.path.endswith("/dispatches")]
     for child, post in zip(record.children, dispatches, strict=False):
         child.dispatch_seq = post.seq

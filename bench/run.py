@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench            # full run (a few minutes), table on stdout, JSON in bench/results/
     .venv/bin/python -m bench --quick    # seconds: short horizons, small N, a 100-request quota
-    .venv/bin/python -m bench --load-sweep [--quick]   # fixed loads, run as jobs (bench/sweep.py)
+    .venv/bin/python -m bench --load-sweep [--quick] [--quota N]   # fixed loads, run as jobs
+                                                              # (bench/sweep.py)
 
 Four measurements, each for (a) ours, (b) ours in a world whose ETags change on every read (no
 304s: a world setting of the fake, not a coordinator variant), (c) the baseline:
@@ -32,7 +33,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -412,9 +413,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="the load sweep instead (bench/sweep.py; JSON in bench/results/sweep.json)",
     )
+    sweep = parser.add_argument_group("load sweep (with --load-sweep only)")
+    sweep.add_argument(
+        "--quota",
+        type=_positive,
+        default=None,
+        help="requests an hour of the repository's quota; the loads scale with it (250: 22-66)",
+    )
+    sweep.add_argument("--lanes", type=_lanes, default=None, help="loads of ours, e.g. 44,66")
+    sweep.add_argument(
+        "--baseline-lanes", type=_lanes, default=None, help="loads of the baseline ('' for none)"
+    )
+    sweep.add_argument(
+        "--etags", choices=("both", "stable", "every-read"), default="both", help="ETag worlds"
+    )
+    sweep.add_argument(
+        "--no-guards",
+        action="store_true",
+        help="children pass their guard step without a request (the sweep before issue 27)",
+    )
     args = parser.parse_args(argv)
     if args.load_sweep:
         return _load_sweep(args)
+    given = [a for a in ("quota", "lanes", "baseline_lanes") if getattr(args, a) is not None]
+    if given or args.etags != "both" or args.no_guards:
+        parser.error(
+            "--quota, --lanes, --baseline-lanes, --etags and --no-guards need --load-sweep"
+        )
     settings = Settings.make(quick=args.quick, latency=args.latency, max_n=args.max_n)
     results = run_bench(settings, log=lambda line: print(line, flush=True))
     print()
@@ -430,7 +455,15 @@ def _load_sweep(args: argparse.Namespace) -> int:
     """`--load-sweep`: the realistic mix at fixed loads, as jobs (bench/sweep.py)."""
     from bench import sweep  # noqa: PLC0415 (sweep builds on this module: a cycle)
 
-    settings = sweep.SweepSettings.make(quick=args.quick, latency=args.latency)
+    settings = sweep.SweepSettings.make(quick=args.quick, latency=args.latency, quota=args.quota)
+    if args.lanes is not None:
+        settings = replace(settings, ours=args.lanes)
+    if args.baseline_lanes is not None:
+        settings = replace(settings, baseline=args.baseline_lanes)
+    if args.etags != "both":
+        settings = replace(settings, etag_worlds=(args.etags,))
+    if args.no_guards:
+        settings = replace(settings, guards=False)
     print("load sweep (realistic mix at fixed loads; every coordinator run as a job):", flush=True)
     results = sweep.run_sweep(settings, log=lambda line: print(line, flush=True))
     print()
@@ -439,3 +472,19 @@ def _load_sweep(args: argparse.Namespace) -> int:
     sweep.write_sweep(results, out)
     print(f"\nJSON: {out}")
     return 0
+
+
+def _positive(text: str) -> int:
+    """A whole number above 0 (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return value
+
+
+def _lanes(text: str) -> tuple[int, ...]:
+    """A comma-separated list of loads (argparse type); empty: none."""
+    return tuple(_positive(part.strip()) for part in text.split(",") if part.strip())

@@ -2,21 +2,29 @@
 
     .venv/bin/python -m bench --load-sweep            # full: 88-264 lanes of ours, 4-12 of the baseline
     .venv/bin/python -m bench --load-sweep --quick    # small loads, short horizons, a 100-request quota
+    .venv/bin/python -m bench --load-sweep --quota 250   # the same mix on 250 an hour: 22-66 lanes
+    .venv/bin/python -m bench --load-sweep --quota 250 --lanes 44,66 --baseline-lanes= --etags stable
 
 A lane runs two coordinators one after the other (the concurrency search's mix and harness,
 `bench.run.mix_specs`), so N lanes is N coordinators at once and 2N in all. Each coordinator runs
 as the runner runs its job (`bench.harness.JobLimits`): cancelled at the `timeout-minutes` that
 `plan` computes for its inputs, then its post step, cut off 5 minutes after the job's
 cancellation. The fake GitHub applies the primary quota and the documented secondary limits
-(`runner_queue_fallback.sim.limits`). Every load runs twice: with ETags that hold while a resource
-is unchanged, and with ETags that change on every read.
+(`runner_queue_fallback.sim.limits`). Each child runs the real guard as its first step, on the
+same quota (it refuses the workload when the quota is spent: it fails closed). Every load runs
+twice: with ETags that hold while a resource is unchanged, and with ETags that change on every
+read. `--quota N` runs the same sweep on a quota of N an hour, its loads scaled by N / 1,000
+(N / 100 with `--quick`), so that each load is the same multiple of the saturating one.
 
 Per load, from the fake's ledger and run history (never from the coordinators' own counters):
 coordinators that ended well, failed cleanly (no child of theirs non-terminal when their job
 ended), failed leaving a child non-terminal at their job's end, children still non-terminal when
 every job had ended, jobs ended by their timeout, admission waits, the worst deadline -> cancel
 lateness, requests sent and counted, rate-limit replies, the peak counted in one quota window and
-the peak secondary-limit points in one minute.
+the peak secondary-limit points in one minute; started workloads cancelled by their own
+coordinator for no reason the specification gives (bench/losses.py), and apart from them those
+cancelled at their job's timeout during a quota wait the coordinator had warned of; what the
+guards sent and how often they refused for a spent quota; each role's job `timeout-minutes`.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from bench.harness import (
     ledger_totals,
     simulate,
 )
+from bench.losses import REASONS
 from bench.metrics import peak_window, precision
 from bench.run import Settings, mix_specs
 from runner_queue_fallback.sim import ETagPolicy, LedgerEntry, SecondaryLimits
@@ -71,14 +80,30 @@ class SweepSettings:
     secondary: SecondaryLimits | None = field(default_factory=SecondaryLimits)
     jobs: JobLimits = field(default_factory=JobLimits)
     etag_worlds: tuple[ETagPolicy, ...] = ETAG_WORLDS
+    guards: bool = True  # each child runs the real guard, on the repository's quota
 
     @classmethod
-    def make(cls, *, quick: bool, latency: float = 0.25) -> SweepSettings:
-        """The full sweep, or the quick one (the quick bench's mix; loads scaled to its quota)."""
+    def make(cls, *, quick: bool, latency: float = 0.25, quota: int | None = None) -> SweepSettings:
+        """The full sweep, or the quick one; on `quota`, the loads scaled to it.
+
+        The loads are multiples of the saturating one at the mix's own quota (1,000; quick: 100):
+        on a quota of N each is scaled by N over that, so 250 an hour runs 22-66 lanes of ours.
+        """
         mix = Settings.make(quick=quick, latency=latency, max_n=None)
-        if not quick:
-            return cls(quick=False, mix=mix)
-        return cls(quick=True, ours=(4, 6, 8, 12), baseline=(1, 2), mix=mix)
+        base = (
+            cls(quick=False, mix=mix)
+            if not quick
+            else cls(quick=True, ours=(4, 6, 8, 12), baseline=(1, 2), mix=mix)
+        )
+        if quota is None or quota == mix.quota:
+            return base
+        scale = quota / mix.quota
+        return replace(
+            base,
+            ours=scaled(base.ours, scale),
+            baseline=scaled(base.baseline, scale),
+            mix=replace(mix, quota=quota),
+        )
 
     def loads(self) -> list[tuple[Variant, int]]:
         """Every (coordinator, lanes) pair of one table, ours first."""
@@ -94,7 +119,18 @@ class SweepSettings:
             "secondary": None if self.secondary is None else asdict(self.secondary),
             "jobs": asdict(self.jobs),
             "etag_worlds": list(self.etag_worlds),
+            "guards": self.guards,
         }
+
+
+def scaled(loads: Sequence[int], scale: float) -> tuple[int, ...]:
+    """Each load times `scale`, rounded (at least 1 lane), without repeats, in order."""
+    out: list[int] = []
+    for load in loads:
+        lanes = max(1, round(load * scale))
+        if lanes not in out:
+            out.append(lanes)
+    return tuple(out)
 
 
 # -- figures of one load ----------------------------------------------------------------------
@@ -139,9 +175,71 @@ def load_figures(trial: Trial) -> dict[str, Any]:
         "peak_counted_in_quota_window": peak_window(trial),
         "peak_points_per_minute": peak_points_per_minute(trial.ledger),
         "errors_by_type": _counts(r.error_type or "none" for r in records if not r.success),
+        **started_cancel_figures(records),
+        **guard_figures(trial),
+        "job_timeout_minutes": job_timeouts(records),
         "virtual_hours": trial.virtual_seconds / 3600,
         "cpu_seconds": trial.cpu_seconds,
     }
+
+
+def started_cancel_figures(records: Sequence[CoordinatorRecord]) -> dict[str, Any]:
+    """Started workloads cancelled by their own coordinator: without a reason, warned, by reason."""
+    cancels = [(r, c) for r in records for c in r.started_cancels]
+    by_reason = {reason: sum(1 for _, c in cancels if reason in c.reasons) for reason in REASONS}
+    return {
+        "started_cancelled": len(cancels),
+        "started_cancelled_without_reason": sum(1 for _, c in cancels if c.loss),
+        "started_cancelled_at_warned_job_timeout": sum(
+            1 for _, c in cancels if c.warned_job_timeout
+        ),
+        "started_cancelled_by_reason": by_reason,
+        "started_cancelled_without_reason_samples": [
+            {
+                "coordinator": r.index,
+                "role": r.role,
+                "run_id": c.run_id,
+                "cancelled_at_s": round(c.at, 1),
+                "started_at_s": round(r.started_at, 1),
+                "job_timeout": c.job_timeout,
+                "error": None if r.error is None else r.error[:300],
+            }
+            for r, c in cancels
+            if c.loss
+        ][:SAMPLES],
+    }
+
+
+#: How many examples of each kind of loss the JSON keeps.
+SAMPLES = 5
+#: What a guard prints when it refuses because the quota is spent (it fails closed and says so).
+_GUARD_REFUSED = "REFUSED the workload"
+_QUOTA_WORDS = re.compile(r"rate limit|quota", re.IGNORECASE)
+
+
+def guard_figures(trial: Trial) -> dict[str, Any]:
+    """The guards' steps: how many ran, refused, refused for a spent quota; what they sent."""
+    logs = ["\n".join(line for _, line in g.lines) for g in trial.guard_logs]
+    refused = [log for log in logs if _GUARD_REFUSED in log]
+    entries = [e for e in trial.ledger if e.client is not None and e.client == trial.guard_client]
+    totals = ledger_totals(entries)
+    return {
+        "guards": len(logs),
+        "guards_refused": len(refused),
+        "guards_refused_quota": sum(1 for log in refused if _QUOTA_WORDS.search(log)),
+        "guard_sent": totals.sent,
+        "guard_counted": totals.counted,
+        "guard_rate_limited": totals.rate_limited,
+    }
+
+
+def job_timeouts(records: Sequence[CoordinatorRecord]) -> dict[str, list[float]]:
+    """Each role's job `timeout-minutes` (what `plan` computes plus its possible extra)."""
+    found: dict[str, set[float]] = {}
+    for record in records:
+        if record.job is not None:
+            found.setdefault(record.role, set()).add(record.job.timeout_minutes)
+    return {role: sorted(values) for role, values in found.items()}
 
 
 #: The warning the coordinator prints each time it waits for API quota before a dispatch.
@@ -187,6 +285,7 @@ def run_load(settings: SweepSettings, coordinator: Variant, lanes: int, etags: E
         etags=etags,
         secondary=settings.secondary,
         jobs=settings.jobs,
+        guards=settings.guards,
     )
 
 
@@ -207,7 +306,8 @@ def run_sweep(settings: SweepSettings, log: Callable[[str], None] = print) -> di
                 f"  ETags {etags:10} {coordinator:8} {lanes:4d} lanes: "
                 f"{row['ended_well']}/{row['coordinators']} ended well, "
                 f"{row['failed_child_left']} left a child, "
-                f"{row['children_non_terminal_at_end']} children left at the end "
+                f"{row['children_non_terminal_at_end']} children left at the end, "
+                f"{row['started_cancelled_without_reason']} started workloads cancelled "
                 f"({row['wall_seconds']:.0f} s)"
             )
     return {
@@ -230,6 +330,8 @@ _COLUMNS: tuple[tuple[str, int, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("clean", 6, lambda r: r["failed_clean"]),
     ("+child", 7, lambda r: r["failed_child_left"] + r["ended_well_child_left"]),
     ("left@end", 9, lambda r: r["children_non_terminal_at_end"]),
+    ("lost", 5, lambda r: r["started_cancelled_without_reason"]),
+    ("t/o!", 5, lambda r: r["started_cancelled_at_warned_job_timeout"]),
     ("t/o", 4, lambda r: r["job_timeouts"]),
     ("adm", 4, lambda r: r["admission_waits"]),
     ("late s", 8, lambda r: r["worst_deadline_lateness_s"]),
@@ -238,15 +340,24 @@ _COLUMNS: tuple[tuple[str, int, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("403/429 p+s", 12, lambda r: f"{r['primary_limited']}+{r['secondary_limited']}"),
     ("peak/h", 7, lambda r: r["peak_counted_in_quota_window"]),
     ("pts/min", 8, lambda r: r["peak_points_per_minute"]),
+    ("guard cnt", 10, lambda r: r["guard_counted"]),
+    ("g-quota", 8, lambda r: r["guards_refused_quota"]),
 )
 _LEGEND = (
     "runs: coordinators (lanes x 2); well: ended well; clean: failed with no child left; "
     "+child: a child of theirs non-terminal when their job ended (post step included); "
-    "left@end: children non-terminal after every job ended; t/o: jobs ended by their timeout; "
+    "left@end: children non-terminal after every job ended; lost: started workloads cancelled "
+    "by their own coordinator other than for a reason the specification gives (execution "
+    "timeout, cancelled or re-run parent, moved source under current, identity change, the "
+    "cancel/start race, a signal that is not the job's own timeout); t/o!: started workloads "
+    "cancelled at their job's timeout during a quota wait warned of, naming the child (apart: "
+    "the one loss invariant 8 allows); t/o: jobs ended by their timeout; "
     "adm: admission waits; late s: worst queue deadline -> cancel POST; sent/counted: requests "
     "(counted: against the primary quota); 403/429 p+s: refusals by the primary quota + the "
     "secondary limits; peak/h: most counted in one quota window; pts/min: most secondary-limit "
-    "points in one minute"
+    "points in one minute; guard cnt: the guards' counted requests (own run, parent, run "
+    "search, source), on the same quota; g-quota: guards that refused the workload because "
+    "the quota was spent (a guard fails closed, and says so)"
 )
 
 
@@ -261,13 +372,15 @@ def render_sweep(results: Mapping[str, Any]) -> str:
         else f"secondary limits {secondary['points_per_minute']} points/min, "
         f"{secondary['concurrent']} concurrent"
     )
-    mode = "QUICK (short horizons, quota 100/h)" if settings["quick"] else "full"
+    mode = "QUICK (short horizons)" if settings["quick"] else "full"
+    guards = "real guards on the quota" if settings.get("guards") else "no guard requests"
     lines = [
         (
             f"runner-queue-fallback load sweep: {mode}; mix {mix['mix']}, quota {mix['quota']}/h, "
-            f"{limits}, {mix['latency']:g} s per reply; job timeout as `plan` computes, post step "
-            f"cut off {settings['jobs']['post_step_seconds']:g} s after the job's cancellation"
+            f"{limits}, {mix['latency']:g} s per reply, {guards}; post step cut off "
+            f"{settings['jobs']['post_step_seconds']:g} s after the job's cancellation"
         ),
+        _job_timeout_line(results),
     ]
     head = "".join(f"{name:>{width}}" for name, width, _ in _COLUMNS)
     for etags, rows in results["tables"].items():
@@ -281,6 +394,24 @@ def render_sweep(results: Mapping[str, Any]) -> str:
         )
     lines += ["", _LEGEND, f"wall time {results['wall_seconds']:.0f} s"]
     return "\n".join(lines)
+
+
+def _job_timeout_line(results: Mapping[str, Any]) -> str:
+    """The jobs' `timeout-minutes` by role, as the first row of each coordinator kind ran them."""
+    jobs = results["settings"]["jobs"]
+    how = (
+        f"{jobs['timeout_minutes']:g} for every job"
+        if jobs.get("timeout_minutes") is not None
+        else "`plan`'s minimum + its possible extra"
+        + (f" + {jobs['timeout_margin_minutes']:g}" if jobs.get("timeout_margin_minutes") else "")
+    )
+    seen: dict[str, list[float]] = {}
+    for rows in results["tables"].values():
+        for row in rows:
+            for role, minutes in row.get("job_timeout_minutes", {}).items():
+                seen.setdefault(f"{row['coordinator']} {role}", minutes)
+    parts = [f"{name} {'/'.join(f'{m:g}' for m in minutes)}" for name, minutes in seen.items()]
+    return f"job timeout-minutes ({how}): " + (", ".join(parts) or "none ran")
 
 
 def _cell(value: Any) -> str:

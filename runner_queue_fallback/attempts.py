@@ -37,6 +37,10 @@ class Attempt:
     outcome: str = "not dispatched"
     #: the dispatch reply carried no run id (older contract): the run was found by its run-name
     found_by_run_name: bool = False
+    #: the runner the last read showed on the worker job (None: none, or no read yet)
+    runner_name: str | None = None
+    #: runners GitHub assigned the job and then took it back from, re-queueing it (in order)
+    requeued_from: list[str] = field(default_factory=list)
 
     @property
     def queued_seconds(self) -> float | None:

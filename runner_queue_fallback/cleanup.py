@@ -9,12 +9,13 @@ from typing import NamedTuple
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import GitHubError, PermissionDenied
+from runner_queue_fallback.errors import CancelRefused, GitHubError, PermissionDenied
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome, WorkflowRun
 from runner_queue_fallback.observe import Observation
 
 __all__ = [
+    "CancelRequests",
     "CleanupResult",
     "LeftRuns",
     "RunNameSearch",
@@ -67,6 +68,63 @@ def observe_run(
     return Observation(run, jobs)
 
 
+@dataclass
+class CancelRequests:
+    """The cancels of one confirmation window, and what a cancel GitHub refused calls for.
+
+    A 409 is "already completed" only when a fresh read shows the run completed (the client
+    checks); any other 409 (`CancelRefused`: GitHub's answer to a run that never got a job is
+    "Cannot cancel a workflow run that has not been queued yet.") is sent again at the next poll,
+    then as one force-cancel. Errors other than a refusal are the caller's.
+    """
+
+    client: GitHubClient
+    run_id: int
+    deadline: float | None
+    log: Callable[[str], None]
+    #: GitHub's last refusal, kept for the report (None: no request was refused)
+    refused: CancelRefused | None = None
+    #: a refused cancel is due to be sent again (then forced)
+    due: bool = False
+    resent: bool = False
+    forced: bool = False
+
+    def send(self, *, force: bool = False) -> CancelOutcome | None:
+        """One cancel (or force-cancel), logged; None when GitHub refused it."""
+        name = "Force-cancel" if force else "Cancel"
+        self.forced = self.forced or force
+        send = self.client.force_cancel_run if force else self.client.cancel_run
+        try:
+            outcome = send(self.run_id, deadline=self.deadline)
+        except CancelRefused as exc:
+            self.refused, self.due = exc, not self.forced
+            self.log(f"{name} of run {self.run_id} refused: {exc.reply}")
+            return None
+        self.due = False
+        self.log(f"{name} requested for child run {self.run_id}: {outcome.value}")
+        return outcome
+
+    def follow_up(self) -> None:
+        """After a read that shows the run not completed: a refused cancel again, then forced."""
+        if not self.due:
+            return
+        if self.resent:
+            self.send(force=True)
+        else:
+            self.resent = True
+            self.send()
+
+    def never_created(self, had_job: bool, last: Observation | None) -> str:
+        """What an unconfirmed report says of a run GitHub never gave a job ('' otherwise)."""
+        if had_job or last is None or last.run.status == "completed":
+            return ""
+        refused = f"; GitHub refused its cancel: {self.refused.reply}" if self.refused else ""
+        return (
+            f"GitHub never created its job: run {self.run_id} stayed {last.run.status} with no "
+            f"job{refused}"
+        )
+
+
 def cancel_and_confirm(  # the run, its window and its quota allowance
     client: GitHubClient,
     clock: Clock,
@@ -79,7 +137,11 @@ def cancel_and_confirm(  # the run, its window and its quota allowance
     """Cancel `run_id`, then read run and job every 5 s until both are completed.
 
     The cancel goes first: within a signal's short grace it is what matters most, and a run that
-    is already over answers 409. A 404 (a child not visible yet) does not end the window.
+    is already over answers 409. A 404 (a child not visible yet) does not end the window. Only a
+    read that shows run and job completed confirms; a cancel refused with a 409 while the run is
+    not completed is sent again 5 s later, then force-cancelled (`CancelRequests`). A run still
+    not completed at the end is reported unconfirmed; one that never showed a job, as a run
+    GitHub never created a job for.
 
     With the client waiting out a spent quota (`Patience.CHILD_EXISTS`), the time spent waiting
     for a reset extends the window, by at most `reset_budget`: nothing here ends past
@@ -90,9 +152,10 @@ def cancel_and_confirm(  # the run, its window and its quota allowance
     waited_before = client.stats.quota_waited
     last: Observation | None = None
     detail = ""
+    had_job = False
+    cancels = CancelRequests(client, run_id, limit, log)
     try:
-        outcome = client.cancel_run(run_id, deadline=limit)
-        log(f"Cancel requested for child run {run_id}: {outcome.value}")
+        cancels.send()
     except GitHubError as exc:
         detail = f"cancel failed: {exc}"
     while True:
@@ -104,6 +167,7 @@ def cancel_and_confirm(  # the run, its window and its quota allowance
             detail = f"last read failed: {exc}"
         else:
             log(f"Cleanup check: {last.describe()}")
+            had_job = had_job or bool(last.jobs)
             if last.finished:
                 return CleanupResult(run_id, confirmed=True, last=last, detail=last.describe())
         end = min(limit, start + window + client.stats.quota_waited - waited_before)
@@ -112,10 +176,16 @@ def cancel_and_confirm(  # the run, its window and its quota allowance
             detail = f"the API quota is spent until its reset at {client.reset_time()}; {detail}"
             end = clock.monotonic()
         if clock.monotonic() + timing.CANCEL_POLL_SECONDS > end:
+            never = cancels.never_created(had_job, last)
+            detail = f"{never}; {detail}" if never and detail else never or detail
             return CleanupResult(
                 run_id, confirmed=False, last=last, detail=_unconfirmed(last, detail)
             )
         clock.sleep(timing.CANCEL_POLL_SECONDS)
+        try:  # a cancel refused while the run is not completed: once more, then forced
+            cancels.follow_up()
+        except GitHubError as exc:
+            detail = f"cancel failed: {exc}"
 
 
 def _unconfirmed(last: Observation | None, detail: str) -> str:

@@ -11,14 +11,16 @@ unexpected ones keep their traceback.
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import importlib
 import os
 import random
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from runner_queue_fallback import __version__
 from runner_queue_fallback.clock import SystemClock
@@ -55,6 +57,8 @@ _GUARD_ENV = tuple(f"INPUT_{name.upper()}" for name in GUARD_INPUTS)
 #: What the runner tells every step: the run, the API, and the files for outputs and summary.
 _RUN_ENV = ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_API_URL")
 _FILES_ENV = ("GITHUB_SERVER_URL", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
+#: What tells the coordinator when its own job ends (its workflow file, the job's key, its runner).
+_JOB_ENV = ("GITHUB_WORKFLOW_REF", "GITHUB_WORKFLOW_SHA", "GITHUB_JOB", "RUNNER_NAME")
 #: The step state the main step saves for its post step (`STATE_<name>`).
 _STATE_ENV = (
     "STATE_request-id",
@@ -86,7 +90,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "coordinate": Subcommand(
         f"{_COMMANDS}.coordinate",
         "run the fallback sequence (the action's main step)",
-        reads=_COORDINATOR_ENV + _RUN_ENV + _FILES_ENV,
+        reads=_COORDINATOR_ENV + _RUN_ENV + _JOB_ENV + _FILES_ENV,
     ),
     "cleanup": Subcommand(
         f"{_COMMANDS}.cleanup",
@@ -131,16 +135,49 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((arg for arg in argv if not arg.startswith("-")), None)
 
 
+#: argparse's message for a value outside `choices` (a command, or a flag's choice).
+_INVALID_CHOICE = re.compile(
+    r"invalid choice: '?(?P<given>[^' ]*)'? \(choose from (?P<options>.*)\)"
+)
+
+
+def _did_you_mean(given: str, options: Sequence[str]) -> str:
+    """` (did you mean X?)` for the option closest to a typo, else nothing."""
+    found = difflib.get_close_matches(given, options, n=1)
+    return f" (did you mean {found[0]}?)" if found else ""
+
+
 class _Parser(argparse.ArgumentParser):
-    """argparse, whose error quotes the command line (which may hold anything) as one log line."""
+    """argparse, whose error quotes the command line (which may hold anything) as one log line.
+
+    It also says which command or choice a typo most likely meant, and keeps the parser of each
+    subcommand, so that an unknown flag is reported with that subcommand's usage.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """The argparse parser (its own signature), plus the parsers of its subcommands by name."""
+        super().__init__(*args, **kwargs)
+        self.commands: dict[str, _Parser] = {}
 
     def error(self, message: str) -> NoReturn:
         """Print usage and the error, the arguments it quotes escaped, then exit 2."""
+        choice = _INVALID_CHOICE.search(message)
+        if choice is not None:
+            options = [option.strip(" '") for option in choice["options"].split(",")]
+            message += _did_you_mean(choice["given"], options)
         super().error(escape_log_line(message))
+
+    def unknown(self, extra: Sequence[str]) -> NoReturn:
+        """Refuse arguments this (sub)command does not take, naming the flag a typo meant."""
+        flags = sorted(set(re.findall(r"(?<![\w-])--[a-z][\w-]*", self.format_help())))
+        hints = [
+            _did_you_mean(arg.partition("=")[0], flags) for arg in extra if arg.startswith("--")
+        ]
+        self.error(f"unrecognized arguments: {' '.join(extra)}{''.join(hints)}")
 
 
 @functools.cache
-def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
+def _build_parser(chosen: str | None) -> _Parser:
     """Every subcommand by name and help; the flags of the chosen one only.
 
     Built once per subcommand: argparse looks up a translation catalogue (a dozen `stat` calls)
@@ -160,9 +197,19 @@ def _build_parser(chosen: str | None) -> argparse.ArgumentParser:
             epilog=_reads(subcommand),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
+        parser.commands[name] = sub
         if name == chosen and subcommand.flags:
             _load(subcommand).add_arguments(sub)
     return parser
+
+
+def _parse(arguments: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line; an unknown argument is refused by the subcommand it follows."""
+    parser = _build_parser(_chosen(arguments))
+    args, extra = parser.parse_known_args(arguments)
+    if extra:
+        parser.commands[args.command].unknown(extra)
+    return args
 
 
 def _reads(subcommand: Subcommand) -> str:
@@ -211,9 +258,8 @@ def main(
 ) -> int:
     """Run one subcommand and return its exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = _build_parser(_chosen(arguments))
     try:
-        args = parser.parse_args(arguments)
+        args = _parse(arguments)
     except SystemExit as exc:  # argparse exits on --help, --version and usage errors
         return exc.code if isinstance(exc.code, int) else EXIT_BAD_INPUT
     ctx = Context(

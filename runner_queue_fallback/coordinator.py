@@ -1,8 +1,9 @@
 """The fallback sequence: one child at a time, pool after pool, until a runner takes it.
 
-    parent check -> for each candidate:
+    parent check -> the job's end (its timeout-minutes, read once) -> for each candidate:
         admission (API quota for one candidate, else wait for the reset) -> preflight (source
-        ref, workflow definition) -> dispatch once -> startup window (identity)
+        ref, workflow definition) -> after a wait for quota, the candidate must fit in what is
+        left of the job -> dispatch once -> startup window (identity)
         -> queued (polls, one lands on the deadline; a spent quota is waited out)
             -> deadline: fresh read, cancel, prove nothing ran (5 s polls in a 2-minute window)
                -> next candidate
@@ -40,6 +41,7 @@ from runner_queue_fallback.sequence import (
     cancellation,
     dispatch,
     execution,
+    job_time,
     queue,
     quota,
     startup,
@@ -74,6 +76,8 @@ class Coordinator:
         self.seq.result.candidates = list(inputs.pools.candidates)
         self.make_token = make_token
         self._parent_confirmed = False
+        self._started = clock.monotonic()  # this step's start: the job's end is counted from it
+        self._job_end_read = False
 
     @property
     def result(self) -> Result:
@@ -136,12 +140,12 @@ class Coordinator:
     def _try(self, attempt: Attempt) -> bool:
         """Run one candidate; True when the sequence is over, False to fall back."""
         self._admitted(attempt)
+        job_time.check_dispatch(self.seq, attempt)  # after a quota wait: fit in the job, or stop
         dispatch.dispatch(self.seq, attempt)
         in_queue = self._wait_in_queue(attempt, startup.wait_for_startup(self.seq, attempt))
         if in_queue is None:
             queue.wait_for_reset(self.seq, attempt)
-            window = self.seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
-            at_deadline = queue.read_at_deadline(self.seq, attempt, window)
+            at_deadline, window = queue.read_at_deadline(self.seq, attempt)
             if not (at_deadline.has_evidence or at_deadline.finished):
                 cancellation.cancel_and_prove(self.seq, attempt, window)
                 return False
@@ -165,6 +169,9 @@ class Coordinator:
                     check_parent(seq.client, seq.clock, ctx.run_id, ctx.run_attempt, seq.report.log)
                     seq.report.log(f"Parent run {ctx.run_id} attempt {ctx.run_attempt} is active")
                     self._parent_confirmed = True
+                if not self._job_end_read:  # once; a spent quota waits for its reset and asks again
+                    job_time.read_job_end(seq, self._started)
+                    self._job_end_read = True
                 quota.admit(seq, attempt)
                 dispatch.preflight(seq, attempt)
             except RateLimited as exc:

@@ -7,6 +7,7 @@
     ├── GitHubError           talking to the GitHub REST API failed
     │   ├── TransportError        no usable reply: network, timeout, malformed JSON
     │   ├── DeadlineExceeded      the caller's window closed before a usable reply
+    │   │   └── QuotaSpent            ... because the API quota is spent until a later reset
     │   ├── DispatchAmbiguous     the dispatch POST may or may not have created a run
     │   └── GitHubAPIError        GitHub answered with an error status
     │       ├── NotFound              404
@@ -22,7 +23,7 @@
 
 Every message says what happened, why it usually happens and how to fix it. None carries the token.
 The fixes a user meets first are module-level constants (`FIX_*`, listed in `TROUBLESHOOTING`), so
-the README's list of messages can be compared with the program's.
+the list of messages in docs/troubleshooting.md can be compared with the program's.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ __all__ = [
     "TRANSIENT_ERRORS",
     "TROUBLESHOOTING",
     "WORKFLOW_REF_NOT_FOUND",
+    "CancelRefused",
     "Conflict",
     "DeadlineExceeded",
     "DispatchAmbiguous",
@@ -53,6 +55,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "ProfileError",
+    "QuotaSpent",
     "RQFError",
     "RateLimited",
     "SequenceError",
@@ -109,7 +112,7 @@ WORKFLOW_REF_NOT_FOUND = (
     + FIX_WORKFLOW_REF
 )
 
-#: The fixes a user meets first, by the situation that produces them (README: "Messages").
+#: The fixes a user meets first, by the situation that produces them (docs/troubleshooting.md).
 TROUBLESHOOTING = {
     "401 Bad credentials": FIX_CREDENTIALS,
     "403 for the coordinator": FIX_COORDINATOR_PERMISSIONS,
@@ -137,15 +140,22 @@ class InputError(RQFError):
     title = "Invalid input"
 
     def __init__(
-        self, name: str, problem: str, *, given: str | None = None, allowed: str = ""
+        self,
+        name: str,
+        problem: str,
+        *,
+        given: str | None = None,
+        allowed: str = "",
+        suggestion: str | None = None,
     ) -> None:
-        """Describe the bad input `name`."""
+        """Describe the bad input `name`; `suggestion`: the allowed value closest to a typo."""
         self.name = name
         self.given = given
         self.allowed = allowed
         parts = [f"input '{name}' {problem}"]
         if given is not None:
-            parts.append(f"got {_quote(given)}")
+            guess = f" (did you mean {suggestion}?)" if suggestion else ""
+            parts.append(f"got {_quote(given)}{guess}")
         if allowed:
             parts.append(f"allowed: {allowed}")
         super().__init__("; ".join(parts))
@@ -201,6 +211,14 @@ class DeadlineExceeded(GitHubError):
         self.last_error = last_error
         tail = f"; last error: {last_error}" if last_error else ""
         super().__init__(f"{method} {path}: the {window} closed before a usable reply{tail}")
+
+
+class QuotaSpent(DeadlineExceeded):
+    """The primary API quota is spent until a reset past the caller's window; nothing more was sent.
+
+    A waiting phase of the sequence pauses on it: it waits for the reset and reads again. The
+    cancellation proof, the post step and the signal path do not: for them the window closed.
+    """
 
 
 class DispatchAmbiguous(GitHubError):
@@ -312,6 +330,32 @@ class Conflict(GitHubAPIError):
     """409: for cancel, the run is already completed."""
 
     hint = "Fix: the repository may be empty or the run already completed; check it on GitHub."
+
+
+class CancelRefused(Conflict):
+    """409 to a cancel or force-cancel, yet a fresh read does not show the run completed.
+
+    GitHub's second meaning of 409: a run stuck `queued` with no job answers "Cannot cancel a
+    workflow run that has not been queued yet." to both (actions/runner#3872).
+    """
+
+    hint = (
+        "Fix: GitHub refuses to cancel a run that is not completed; the cleanup sends the cancel "
+        "again, then a force-cancel. A run that never got a job stays queued until GitHub clears "
+        "it: check it on GitHub"
+    )
+
+    def __init__(self, conflict: GitHubAPIError, seen: str) -> None:
+        """GitHub's 409 (`conflict`) and what the fresh read showed (`seen`)."""
+        self.seen = seen
+        super().__init__(
+            conflict.method,
+            conflict.path,
+            conflict.status,
+            f"{conflict.message or 'no message'} ({seen})",
+            request_id=conflict.request_id,
+            attempts=conflict.attempts,
+        )
 
 
 class Unprocessable(GitHubAPIError):

@@ -7,9 +7,10 @@ spelled in action.yml, shows what was given (never the token) and what is allowe
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, SecretStr
@@ -32,6 +33,7 @@ __all__ = [
     "InputErrors",
     "PoolSettings",
     "RunContext",
+    "closest",
     "env_name",
     "read_coordinator_inputs",
     "read_guard_inputs",
@@ -143,6 +145,16 @@ class RunContext(BaseModel):
     run_attempt: int
     api_url: str
     server_url: str
+    #: what tells the coordinator when its job ends (`sequence/job_time.py`); "" when not set.
+    #: Never an input error: a value that cannot be used only means the job's end is unknown.
+    #: GITHUB_WORKFLOW_REF: `owner/repo/.github/workflows/x.yml@ref`, the file of this run
+    workflow_ref: str = ""
+    #: GITHUB_WORKFLOW_SHA: the commit that file is read at (the ref may have moved since)
+    workflow_sha: str = ""
+    #: GITHUB_JOB: the job's key in that file (not its displayed name)
+    job: str = ""
+    #: RUNNER_NAME: tells this job from the others of the run attempt
+    runner_name: str = ""
 
 
 class _Reader:
@@ -169,23 +181,44 @@ class _Reader:
             raise InputErrors(self.errors)
 
 
+def closest(given: str, options: Iterable[str]) -> str | None:
+    """The option a typo most likely meant (`gpuu` -> `gpu`, `pinned` -> `pinned-after-start`)."""
+    typed, choices = given.strip().lower(), list(options)
+    started = [option for option in choices if typed and option.startswith(typed)]
+    if len(started) == 1:
+        return started[0]
+    found = difflib.get_close_matches(typed, choices, n=1)
+    return found[0] if found else None
+
+
 def _choice(options: tuple[S, ...]) -> Callable[[str, str], S]:
     def parse(name: str, raw: str) -> S:
         for option in options:
             if raw == option:
                 return option
         raise InputError(
-            name, "is not one of the allowed values", given=raw, allowed=", ".join(options)
+            name,
+            "is not one of the allowed values",
+            given=raw,
+            allowed=", ".join(options),
+            suggestion=closest(raw, options),
         )
 
     return parse
+
+
+def _out_of_range(name: str, raw: str, value: float, allowed: str, unit: str) -> InputError:
+    """A number outside its range says the range; anything else says what a value must be."""
+    if math.isnan(value):
+        return InputError(name, f"must be {unit}", given=raw, allowed=allowed)
+    return InputError(name, "is out of range", given=raw, allowed=allowed)
 
 
 def _minutes(name: str, raw: str) -> float:
     """A queue deadline in minutes: a number from 1 to 60 (plain ASCII, like '10' or '2.5')."""
     value = float(raw) if _DECIMAL.match(raw) else math.nan
     if not (timing.QUEUE_MINUTES_MIN <= value <= timing.QUEUE_MINUTES_MAX):
-        raise InputError(name, "must be a number of minutes", given=raw, allowed="1 to 60")
+        raise _out_of_range(name, raw, value, "1 to 60", "a number of minutes")
     return value
 
 
@@ -199,24 +232,18 @@ def whole_number(raw: str, max_digits: int) -> int | None:
 def _execution_minutes(name: str, raw: str) -> int:
     value = whole_number(raw, 6)
     if value is None or not (1 <= value <= timing.EXECUTION_MINUTES_MAX):
-        raise InputError(
-            name,
-            "must be a whole number of minutes",
-            given=raw,
-            allowed=f"1 to {timing.EXECUTION_MINUTES_MAX}",
-        )
+        seen = math.nan if value is None else value
+        allowed = f"1 to {timing.EXECUTION_MINUTES_MAX}"
+        raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
     return value
 
 
 def _admission_minutes(name: str, raw: str) -> int:
     value = whole_number(raw, 6)
     if value is None or value > timing.ADMISSION_MINUTES_MAX:
-        raise InputError(
-            name,
-            "must be a whole number of minutes",
-            given=raw,
-            allowed=f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}",
-        )
+        seen = math.nan if value is None else value
+        allowed = f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}"
+        raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
     return value
 
 
@@ -516,4 +543,8 @@ def read_run_context(environ: Mapping[str, str], *, in_a_run: bool = True) -> Ru
         run_attempt=int(attempt),
         api_url=environ.get("GITHUB_API_URL", "").strip().rstrip("/") or "https://api.github.com",
         server_url=environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/") or "https://github.com",
+        workflow_ref=environ.get("GITHUB_WORKFLOW_REF", "").strip(),
+        workflow_sha=environ.get("GITHUB_WORKFLOW_SHA", "").strip(),
+        job=environ.get("GITHUB_JOB", "").strip(),
+        runner_name=environ.get("RUNNER_NAME", "").strip(),
     )

@@ -10,7 +10,19 @@ from runner_queue_fallback.inputs import PoolSettings
 from runner_queue_fallback.profiles import Candidate
 from runner_queue_fallback.report import escape_log_line
 
-__all__ = ["Plan", "make_plan"]
+__all__ = ["Plan", "make_plan", "short_deadline_reason"]
+
+
+def short_deadline_reason() -> str:
+    """Why a queue deadline under 2 minutes may misfire (`lint` RQF218 and `plan` say it)."""
+    return (
+        f"allowed (the minimum is {timing.QUEUE_MINUTES_MIN}), but GitHub's broker offers a queued "
+        f"job to idle self-hosted runners only after about {timing.BROKER_DELAY_SECONDS:.0f} s, "
+        f"and re-queues a job whose assigned runner does not pick it up within "
+        f"{timing.REQUEUE_SECONDS:.0f} s: a runner may still be on its way when the deadline "
+        "cancels the child, and the next pool is tried for nothing (deadlines under about 90 s "
+        f"were seen to misfire); give each candidate {timing.SHORT_QUEUE_MINUTES} minutes or more"
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,29 @@ class Plan:
         return resets * timing.RESET_WAIT_MAX_SECONDS / 60
 
     @property
+    def short_deadlines(self) -> tuple[tuple[int, Candidate], ...]:
+        """The candidates (by number) whose queue deadline is under 2 minutes."""
+        return tuple(
+            (n, c)
+            for n, c in enumerate(self.candidates, start=1)
+            if c.queue_minutes < timing.SHORT_QUEUE_MINUTES
+        )
+
+    @property
+    def warnings(self) -> list[str]:
+        """What may go wrong with these inputs although they are valid: short queue deadlines."""
+        if not self.short_deadlines:
+            return []
+        which = ", ".join(
+            f"candidate {n} ({c.pool_text}, {_fmt(c.queue_minutes)} min)"
+            for n, c in self.short_deadlines
+        )
+        return [
+            f"queue deadline under {timing.SHORT_QUEUE_MINUTES} min for {which}: "
+            + short_deadline_reason()
+        ]
+
+    @property
     def fits_hosted_runner(self) -> bool:
         """Whether the coordinator fits in a GitHub-hosted runner's job time limit."""
         return self.timeout_minutes <= timing.HOSTED_JOB_LIMIT_MINUTES
@@ -90,6 +125,7 @@ class Plan:
             "quota-extra-minutes": self.quota_extra_minutes,
             "request-quota-wait-max-minutes": self.request_wait_max_minutes,
             "fits-hosted-runner": self.fits_hosted_runner,
+            "warnings": self.warnings,
         }
 
     def render(self) -> str:
@@ -136,6 +172,7 @@ class Plan:
                 f"({_fmt(self.request_wait_max_minutes)} min) before its error is reported"
             ),
         ]
+        lines += [f"warning: {escape_log_line(text)}" for text in self.warnings]
         if not self.fits_hosted_runner:
             lines.append(
                 f"note: over the {timing.HOSTED_JOB_LIMIT_MINUTES}-minute limit of a job on a "

@@ -1,9 +1,13 @@
 """The `preflight` command: every read the coordinator makes before a dispatch, and no POST.
 
-    token -> parent run (when GITHUB_RUN_ID is set) -> source ref -> workflow-ref -> child file and
-    its rules -> quota left; then what only a dispatch can show (`actions: write`, runner groups)
+    GitHub API -> token -> source ref -> parent run (when GITHUB_RUN_ID is set) -> workflow-ref ->
+    child file and its rules -> quota left; then what only a dispatch can show (`actions: write`,
+    runner groups)
 
-Each check reports pass, FAIL or skipped; the command fails when any check fails.
+Each check reports pass, FAIL or "not checked (why)", and passes only on what it saw: the token
+passes only when a read got a successful reply; a server that does not answer is one FAIL naming
+its URL, and a refused token (401) leaves every later check not checked. The command fails when
+any check fails.
 """
 
 from __future__ import annotations
@@ -11,7 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from runner_queue_fallback.errors import RQFError, Unauthorized
+from runner_queue_fallback.errors import (
+    DeadlineExceeded,
+    QuotaSpent,
+    RQFError,
+    ServerError,
+    TransportError,
+    Unauthorized,
+)
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.observe import ACTIVE_RUN_STATUSES
@@ -19,7 +30,10 @@ from runner_queue_fallback.report import Reporter
 from runner_queue_fallback.sequence.preflight import check_child, read_child, workflow_commit
 from runner_queue_fallback.sequence.quota import RESERVE_REQUESTS
 
-__all__ = ["LOW_QUOTA", "UNVERIFIABLE_PERMISSION", "Check", "run", "unverifiable"]
+__all__ = ["DEPENDENT", "LOW_QUOTA", "UNVERIFIABLE_PERMISSION", "Check", "run", "unverifiable"]
+
+#: The checks after the token, in the order they are printed: each needs GitHub to answer.
+DEPENDENT = ("source ref", "parent run", "workflow-ref", "child workflow", "API quota")
 
 #: Fewer requests left than this and the coordinator would wait for the reset before dispatching.
 LOW_QUOTA = RESERVE_REQUESTS
@@ -36,7 +50,7 @@ _UNVERIFIABLE_GROUP = (
 
 @dataclass(frozen=True)
 class Check:
-    """One check: pass (True), FAIL (False) or skipped (None), with what was seen."""
+    """One check: pass (True), FAIL (False) or not checked (None), with what was seen or why not."""
 
     name: str
     passed: bool | None
@@ -44,9 +58,11 @@ class Check:
 
     @property
     def line(self) -> str:
-        """`pass    name: detail`."""
-        verdict = {True: "pass", False: "FAIL", None: "skipped"}[self.passed]
-        return f"  {verdict:<8}{self.name}: {self.detail}"
+        """`pass        name: detail`, or `not checked name (why)`."""
+        verdict = {True: "pass", False: "FAIL", None: "not checked"}[self.passed]
+        if self.passed is None:
+            return f"  {verdict:<12}{self.name} ({self.detail})"
+        return f"  {verdict:<12}{self.name}: {self.detail}"
 
 
 def unverifiable(inputs: CoordinatorInputs, repository: str) -> list[str]:
@@ -60,6 +76,10 @@ def unverifiable(inputs: CoordinatorInputs, repository: str) -> list[str]:
         _UNVERIFIABLE_GROUP.format(group=group, labels=", ".join(labels), repository=repository)
         for group, labels in groups.items()
     ]
+
+
+#: Replies that show no server answering usably: every later read would fare the same.
+_UNREACHABLE = (TransportError, ServerError, DeadlineExceeded)
 
 
 class _Preflight:
@@ -76,6 +96,8 @@ class _Preflight:
         self.in_a_run = in_a_run
         self.checks: list[Check] = []
         self.commit: str | None = None
+        #: A read got a successful reply: the only proof that GitHub accepts the token.
+        self.answered = False
 
     def check(self, name: str, read: Callable[[], str]) -> bool:
         """Run one read; an error becomes a failed check with its message."""
@@ -100,6 +122,7 @@ class _Preflight:
 
     def parent(self) -> str:
         parent = self.client.get_run(self.run.run_id)
+        self.answered = True
         if parent.run_attempt != self.run.run_attempt or parent.status not in ACTIVE_RUN_STATUSES:
             raise RQFError(
                 f"run {self.run.run_id}: expected attempt {self.run.run_attempt} in progress, "
@@ -109,11 +132,13 @@ class _Preflight:
 
     def workflow_ref(self) -> str:
         self.commit = workflow_commit(self.client, self.inputs.workflow_ref, self.run.repository)
+        self.answered = True
         return f"{self.inputs.workflow_ref} at {self.commit}"
 
     def child(self) -> str:
         assert self.commit is not None  # noqa: S101  # only after workflow_ref passed
         child = read_child(self.client, self.inputs, self.commit)
+        self.answered = True
         findings = check_child(child, self.inputs, self.reporter)  # warnings become annotations
         warned = f"; {len(findings)} warning(s) above" if findings else ""
         return f"{child.path} (blob {child.sha}) breaks no blocking rule{warned}"
@@ -136,16 +161,37 @@ class _Preflight:
         )
         return Check("API quota", passed=True, detail=f"{left} requests left this hour{low}")
 
+    def token(self) -> Check:
+        """Pass only when some read got a successful reply; a failed read proves nothing."""
+        if self.answered:
+            return Check("token", passed=True, detail="GitHub answered an authenticated read")
+        return Check("token", passed=None, detail="no read succeeded; see the failures")
+
+    def stopped(self, api: Check, token: Check, why: str) -> list[Check]:
+        """The first read settled it: every check after the token depends on it, none was made."""
+        return [api, token] + [Check(name, passed=None, detail=why) for name in DEPENDENT]
+
     def run_all(self) -> list[Check]:
+        """Every check in order; the first read shows whether GitHub answers and takes the token."""
+        url = self.run.api_url
         observed: str | RQFError
-        try:  # the first read also shows whether GitHub accepts the token at all
+        try:
             observed = self.client.get_commit_sha(self.inputs.source_ref)
         except Unauthorized as exc:
-            self.checks.append(Check("token", passed=False, detail=str(exc)))
-            return self.checks  # every other read would be refused the same way
+            api = Check("GitHub API", passed=True, detail=f"{url} answered")
+            refused = Check("token", passed=False, detail=str(exc))
+            return self.stopped(api, refused, "GitHub refused the token")
+        except _UNREACHABLE as exc:
+            if isinstance(exc, QuotaSpent):  # an answer: the quota is spent, not the server gone
+                observed = exc
+            else:
+                api = Check("GitHub API", passed=False, detail=f"no usable reply from {url}: {exc}")
+                unknown = Check("token", passed=None, detail="GitHub did not answer")
+                return self.stopped(api, unknown, f"GitHub at {url} did not answer")
         except RQFError as exc:
             observed = exc
-        self.checks.append(Check("token", passed=True, detail="accepted by GitHub"))
+        else:
+            self.answered = True
         self.check("source ref", lambda: self.source(observed))
         if self.in_a_run:
             self.check("parent run", self.parent)
@@ -153,8 +199,13 @@ class _Preflight:
             self.checks.append(Check("parent run", passed=None, detail="GITHUB_RUN_ID is not set"))
         if self.check("workflow-ref", self.workflow_ref):
             self.check("child workflow", self.child)
+        else:
+            self.checks.append(
+                Check("child workflow", passed=None, detail="the workflow-ref check failed")
+            )
         self.checks.append(self.quota())
-        return self.checks
+        api = Check("GitHub API", passed=True, detail=f"{url} answered")
+        return [api, self.token(), *self.checks]
 
 
 def run(
@@ -182,7 +233,8 @@ def run(
     failed = sum(1 for c in checks if c.passed is False)
     passed = sum(1 for c in checks if c.passed)
     reporter.log(
-        f"preflight: {passed} passed, {failed} failed, {len(checks) - passed - failed} skipped; "
+        f"preflight: {passed} passed, {failed} failed, {len(checks) - passed - failed} not "
+        "checked; "
         f"API requests: {client.stats.sent} sent, all GET"
     )
     return failed == 0

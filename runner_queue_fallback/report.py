@@ -242,10 +242,17 @@ class Reporter:
         self._secrets: list[str] = []
 
     def mask(self, secret: str) -> None:
-        """Register a secret with the runner before anything could print it, and scrub it here."""
+        """Register a secret with the runner before anything could print it, and scrub it here.
+
+        Its escaped forms are scrubbed too: outside text is escaped before it is written, and a
+        token of the 2026 format (`.`, `_`, `-`) comes out of `escape_markdown` with a backslash
+        before each `_`, which neither the raw scrub nor the runner's mask would find.
+        """
         if secret and secret not in self._secrets:
             print(f"::add-mask::{escape_data(secret)}", file=self.stream, flush=True)
             self._secrets.append(secret)
+            forms = (escape_markdown(secret), escape_data(secret), escape_log_line(secret))
+            self._secrets += [form for form in dict.fromkeys(forms) if form != secret]
 
     def log(self, line: str) -> None:
         """Print one plain log line; whatever it holds, it is never read as a workflow command."""

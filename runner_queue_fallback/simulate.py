@@ -416,7 +416,11 @@ def _world_events(entry: CatalogueEntry) -> list[tuple[float, str]]:
 
 
 def _child_events(child: RunHistory, guarded: bool) -> list[tuple[float, str]]:
-    events = [(child.dispatched_at, "dispatched"), (child.job_queued_at, "worker job queued")]
+    events = [(child.dispatched_at, "dispatched")]
+    if math.isfinite(child.job_queued_at):
+        events.append((child.job_queued_at, "worker job queued"))
+    else:  # a run GitHub never gives a job (`Platform.zombies`)
+        events.append((child.dispatched_at, "GitHub never creates its worker job"))
     optional = [
         (child.cancel_requested_at, "cancel requested"),
         (child.allocated_at, f"runner allocated: {child.runner}"),

@@ -27,7 +27,7 @@ from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.inputs import env_name
 from runner_queue_fallback.scenarios import CatalogueEntry, CatalogueError, Observed
 from runner_queue_fallback.sim.actions import WorkerContext
-from runner_queue_fallback.sim.model import RunHistory
+from runner_queue_fallback.sim.model import RunHistory, fake_token
 from runner_queue_fallback.sim.vclock import VirtualClock
 from runner_queue_fallback.sim.world import FakeGitHub
 
@@ -41,6 +41,7 @@ __all__ = [
     "StampedLog",
     "capture_stdout",
     "guard_hook",
+    "job_environ",
     "read_key_values",
     "run_coordinator",
     "run_coordinators",
@@ -51,7 +52,9 @@ __all__ = [
 
 PARENT_RUN_ID = 9_000_001
 SOURCE_REF = "refs/pull/123/merge"
-TOKEN = "ghs_simulated_coordinator_token"  # noqa: S105  # a fake token, to prove it is never printed
+#: A fake token in GitHub's 2026 format (520 characters with `.`, `_`, `-`), to prove it is never
+#: printed; the guard's is `sim.model.WORKER_TOKEN`.
+TOKEN = fake_token("2718281")
 
 #: A log line and the virtual second (`clock.monotonic()`) it was written at.
 Stamped = tuple[float, str]
@@ -200,8 +203,13 @@ def coordinator_environ(
     *,
     parent_run_id: int = PARENT_RUN_ID,
     token: str = TOKEN,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The environment the runner gives the coordinator's container."""
+    """The environment the runner gives the coordinator's container (`extra` added last).
+
+    Without `extra` it says nothing of the coordinator's own job (`job_environ` does): no
+    simulated coordinator knows when its job ends unless a test or scenario asks for it.
+    """
     environ = {env_name(name): value for name, value in inputs.items()}
     environ.setdefault(env_name("token"), token)
     environ.update(
@@ -216,7 +224,27 @@ def coordinator_environ(
             "GITHUB_STEP_SUMMARY": str(files / "summary.md"),
         }
     )
+    environ.update(extra or {})
     return environ
+
+
+def job_environ(
+    world: FakeGitHub, *, parent_run_id: int = PARENT_RUN_ID, ref: str = "main"
+) -> dict[str, str]:
+    """What the runner says of the coordinator's own job: its workflow file, commit, key, runner.
+
+    Read from the parent run as `world` has it (`add_parent_run`); the file is the parent's
+    workflow on branch `ref`, at the commit the branch points at now.
+    """
+    parent = world.runs[parent_run_id]
+    assert parent.job is not None  # noqa: S101  # every parent run has its own job
+    path = f".github/workflows/{parent.workflow_file}"
+    return {
+        "GITHUB_WORKFLOW_REF": f"{world.repository}/{path}@refs/heads/{ref}",
+        "GITHUB_WORKFLOW_SHA": world.refs[f"heads/{ref}"],
+        "GITHUB_JOB": parent.job.name,
+        "RUNNER_NAME": parent.job.runner_name or "",
+    }
 
 
 def guard_hook(
@@ -255,8 +283,11 @@ def run_coordinator(
     post_step: bool = True,
     parent_run_id: int = PARENT_RUN_ID,
     token: str = TOKEN,
+    extra_environ: Mapping[str, str] | None = None,
 ) -> SimulationRun:
     """Run `coordinate` (and then the post step, as the runner would) through `main`, on `world`.
+
+    `extra_environ`: more of the step's environment (`job_environ`: the coordinator's own job).
 
     The admission spread is seeded by the parent run (see `cli._spread_source`): each coordinator
     of a fleet differs, and every run of a simulation is the same.
@@ -264,13 +295,14 @@ def run_coordinator(
     with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
         files = Path(tmp)
         environ = coordinator_environ(
-            world, inputs, files, parent_run_id=parent_run_id, token=token
+            world, inputs, files, parent_run_id=parent_run_id, token=token, extra=extra_environ
         )
-        if interrupt_at is not None:
-            _interrupt(clock, interrupt_at)
+        disarm = _interrupt(clock, interrupt_at) if interrupt_at is not None else None
         log = StampedLog(clock.monotonic)
         with capture_stdout(log):
             code = main(["coordinate"], environ, clock=clock, session=world.session())
+        if disarm is not None:
+            disarm()  # the signal is the runner cancelling the main step, never the post step
         state = read_key_values(files / "state")
         result = SimulationRun(
             exit_code=code,
@@ -337,8 +369,8 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def _interrupt(clock: Clock, at: float) -> None:
-    """Deliver SIGTERM (as Interrupted) the first time the clock reaches `at`."""
+def _interrupt(clock: Clock, at: float) -> Callable[[], None]:
+    """Deliver SIGTERM (as Interrupted) the first time the clock reaches `at`; return a disarm."""
     fired = False
 
     def check() -> None:
@@ -351,6 +383,12 @@ def _interrupt(clock: Clock, at: float) -> None:
     if on_advance is None:
         raise TypeError("interrupt_at needs a clock with on_advance (FakeClock, VirtualClock)")
     on_advance(check)
+
+    def disarm() -> None:
+        nonlocal fired
+        fired = True
+
+    return disarm
 
 
 # ------------------------------------------------------------------ catalogue scenarios

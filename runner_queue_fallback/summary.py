@@ -124,6 +124,7 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
             "**The child acquired a runner while it was being cancelled.** It was not run again.",
             "",
         ]
+    lines += _requeues(result)
     if result.cleanup is not None:
         lines += [f"**Cleanup:** {escape_markdown(result.cleanup.describe())}", ""]
     for other in result.other_cleanups:  # copies bearing the child's request id
@@ -139,6 +140,23 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
         lines += [markdown_link("Artifacts of the worker run", artifacts, server_url), ""]
     lines += timeline(result)
     return "\n".join(lines) + "\n"
+
+
+def _requeues(result: Result) -> list[str]:
+    """A line for each job GitHub re-queued after a runner was seen on it: why no fallback."""
+    lines = []
+    for a in result.attempts:
+        if not a.requeued_from:
+            continue
+        runners = ", then ".join(escape_markdown(name) for name in a.requeued_from)
+        line = (
+            f"**Re-queued by GitHub:** the worker job of child {a.run_id} was assigned to runner "
+            f"{runners} and re-queued by GitHub (the runner did not pick it up). A runner was "
+            f"seen, so candidate {a.number} could no longer fall back: the job was followed to "
+            "its result or its execution timeout, counted from the first allocation seen."
+        )
+        lines += [line, ""]
+    return lines
 
 
 def _api_version_line(result: Result) -> list[str]:

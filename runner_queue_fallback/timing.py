@@ -27,6 +27,12 @@ CANCEL_POLL_SECONDS: Final = 5.0
 # "Override from 1 to 60 minutes" (the policies' own deadlines are in profiles/*.toml)
 QUEUE_MINUTES_MIN: Final = 1
 QUEUE_MINUTES_MAX: Final = 60
+# Not in the spec (issue 28): `lint` and `plan` warn below this deadline, which stays allowed.
+# GitHub's broker offers a queued job to idle self-hosted runners after about 60 s, and re-queues
+# a job whose assigned runner does not pick it up within 60 s (reference/github-api.md, 12).
+SHORT_QUEUE_MINUTES: Final = 2
+BROKER_DELAY_SECONDS: Final = 60.0
+REQUEUE_SECONDS: Final = 60.0
 
 # "Defaults allow 180 minutes of execution"
 DEFAULT_EXECUTION_MINUTES: Final = 180
@@ -81,7 +87,19 @@ ADMISSION_MINUTES_MAX: Final = HOSTED_JOB_LIMIT_MINUTES
 
 # The post step may wait this long in all after a cancellation: GitHub ends a post step 5 minutes
 # after the job is cancelled; a minute is left for the container and the summary.
-POST_STEP_LIMIT_SECONDS: Final = 240.0
+POST_STEP_GRACE_SECONDS: Final = 300.0
+POST_STEP_LIMIT_SECONDS: Final = POST_STEP_GRACE_SECONDS - 60.0
+
+# -- the coordinator's own job (issue 27: no wait of ours outlives it) ---------------------------
+
+# GitHub's `timeout-minutes` of a job (and of a step) that sets none.
+DEFAULT_JOB_TIMEOUT_MINUTES: Final = 360
+# When the coordinator's job is not found among its run's jobs, it is taken to have started this
+# long before the coordinator's step: the runner's job set-up and the action's image build.
+JOB_SETUP_SECONDS: Final = 300.0
+# After an added wait, a dispatch needs the candidate's whole time (startup window, queue deadline,
+# cancellation window, execution timeout) plus this for the post step, left in the job.
+POST_STEP_JOB_SECONDS: Final = POST_STEP_GRACE_SECONDS
 
 # Queued (not the spec's "poll once per minute"; a departure listed in the README): far from the
 # deadline the child is read every QUEUE_POLL_FAR_SECONDS; nearer than QUEUE_NEAR_FACTOR times

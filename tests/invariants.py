@@ -8,6 +8,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
+from bench.losses import CancelContext, StartedCancel, started_cancels, warned_of_job_end
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.inputs import PoolSettings
@@ -119,6 +120,11 @@ NEAR_DEADLINE_POLLS = 8
 #: Once a child exists a spent quota or a long retry-after is waited out (a departure, README):
 #: at most a whole quota window per rate-limit reply. Admission waits a reset plus a spread.
 RESET_WAIT_MAX = timing.RESET_WAIT_MAX_SECONDS
+#: What the coordinator logs when a waiting phase pauses for a spent quota's reset.
+QUOTA_PAUSE = "nothing is sent before the reset, then a fresh read of the child decides"
+#: What it logs when such a pause delayed the first sighting of a queued job: the queue clock
+#: starts at the job's `created_at`, and its deadline may have passed before any waiting round.
+LATE_QUEUE_CLOCK = "ago (its created_at)"
 ADMISSION_WAIT_MAX = timing.RESET_WAIT_MAX_SECONDS + timing.ADMISSION_SPREAD_SECONDS
 
 
@@ -345,7 +351,9 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
     window_closed = "2-minute startup window" in run.log or "appeared within 2 minutes" in run.log
     if window_closed and observed.interrupted_at is None:
         kid_send = dispatches[-1]
-        startup_end = kid_send.time + timing.STARTUP_WINDOW_SECONDS + latency + 1e-6
+        # A spent quota pauses the window until its reset (issue 27): it then goes on.
+        paused = quota_waits or (RESET_WAIT_MAX if QUOTA_PAUSE in run.log else 0.0)
+        startup_end = kid_send.time + timing.STARTUP_WINDOW_SECONDS + paused + latency + 1e-6
         cleanup = observed.span("cleanup")
         post_start = cleanup[0] if cleanup else math.inf
         searches = [  # the post step has its own search window (checked below)
@@ -444,12 +452,24 @@ def check_truth(  # one list of the truths a run must agree with
     for kid in kids:
         entry = by_run.get(kid.run_id)
         outcome = entry["outcome"] if entry else ""
-        # A race error only when a runner was really acquired after the cancel request.
+        # A race error only when a runner was really acquired after the last read of the child
+        # the cancel acted on (GitHub has no atomic cancel-only-if-queued: one that came between
+        # that read and the cancel request is the same race).
         if outcome == RACE_OUTCOME:
             assert kid.allocated_at is not None, f"race reported for {kid.run_id}, no runner"
             assert kid.cancel_requested_at is not None
-            assert kid.allocated_at >= kid.cancel_requested_at - 1e-6, (
-                f"child {kid.run_id} had its runner before the cancel: not a race"
+            acted_on = [
+                e.time
+                for e in world.ledger
+                if e.client == mine
+                and e.method == "GET"
+                and e.status in {200, 304}
+                and f"/actions/runs/{kid.run_id}" in e.path
+                and e.time <= kid.cancel_requested_at
+            ]
+            seen_queued = acted_on[-1] if acted_on else kid.cancel_requested_at
+            assert kid.allocated_at >= seen_queued - 1e-6, (
+                f"child {kid.run_id} had its runner before the read the cancel acted on: not a race"
             )
         # A fallback after this child: the reply that proved it over arrived inside the window.
         later = [k for k in kids if k.dispatched_at > kid.dispatched_at]
@@ -545,4 +565,98 @@ def _check_rounds(run: SimulationRun, outcomes: list[dict[str, object]]) -> None
         else:
             assert number == previous + 1, f"round {number} follows round {previous}"
     timed_out = sum(1 for e in outcomes if e["outcome"] == QUEUE_TIMEOUT_OUTCOME)
-    assert waits >= timed_out, "a queue wait without its waiting rounds in the log"
+    late = run.log.count(LATE_QUEUE_CLOCK)  # a deadline that passed during a quota pause
+    assert waits >= timed_out - late, "a queue wait without its waiting rounds in the log"
+
+
+# ------------------------------------------------------------------ what a user loses (issue 27)
+#
+# Invariant 11: no started workload is cancelled by its coordinator except for a reason the
+# specification gives; each cancel is judged from the fake's record of it (`bench/losses.py`).
+# Invariant 8: no child is left non-terminal at the coordinator's exit for want of API quota;
+# only the loss of its runner, or its job's own timeout in a quota wait it warned of (naming the
+# child), may break that.
+
+#: Faults that are API errors (spec: "API/contract errors stop the sequence and clean up the
+#: active child"): not the rate limits, which are waited out once a child exists.
+API_ERROR_FAULTS = (RETRYABLE_FAULTS - RATE_LIMIT_FAULTS) | {"unauthorized", "forbidden"}
+
+
+def api_error(entry: LedgerEntry) -> bool:
+    """An injected API error (a lost dispatch reply is none: the run-name search finds the run)."""
+    lost_dispatch = entry.fault == "lost_reply" and entry.path.endswith("/dispatches")
+    return entry.fault in API_ERROR_FAULTS and not lost_dispatch
+
+
+def api_error_at(world: FakeGitHub, client: int | None) -> float | None:
+    """When the client first met an API error."""
+    return min((e.time for e in world.ledger if e.client == client and api_error(e)), default=None)
+
+
+def check_started_workloads(
+    world: FakeGitHub,
+    run: SimulationRun,
+    observed: Observed,
+    *,
+    execution_minutes: float,
+    source_policy: str,
+    latency: float,
+    job_deadline: float | None = None,
+    listing_delay: float = 0.0,
+) -> list[StartedCancel]:
+    """Invariant 11: every started workload the coordinator cancelled had a reason the spec gives.
+
+    `observed.interrupted_at` is a signal that is not the job's own timeout; `job_deadline`, the
+    job's own timeout (a cancel from then on is allowed only in a quota wait warned of).
+    """
+    mine = _client_of(world, TOKEN)
+    context = CancelContext(
+        client=mine,
+        execution_seconds=execution_minutes * 60,
+        source_policy=source_policy,
+        signalled_at=observed.interrupted_at,
+        api_error_at=api_error_at(world, mine),
+        job_deadline=job_deadline,
+        latency=latency,
+        log=run.log,
+        listing_delay=listing_delay,
+    )
+    cancels = started_cancels(children(world), world.ledger, context)
+    lost = [c for c in cancels if c.loss]
+    assert not lost, (
+        "started workload cancelled by its coordinator for no reason the specification gives: "
+        + "; ".join(f"child {c.run_id} at {c.at:g}s (job timeout: {c.job_timeout})" for c in lost)
+    )
+    return cancels
+
+
+def children_left_at_exit(world: FakeGitHub, observed: Observed) -> list[int]:
+    """Children not over when the coordinator's job ended (its post step, else its main step)."""
+    span = observed.span("cleanup") or observed.span("coordinate")
+    end = math.inf if span is None else span[1]
+    return [
+        kid.run_id
+        for kid in children(world)
+        if kid.completed_at is None or kid.completed_at > end + 1e-6
+    ]
+
+
+def check_no_child_left_for_quota(
+    world: FakeGitHub, run: SimulationRun, observed: Observed, *, other_trouble: bool
+) -> None:
+    """Invariant 8: a child non-terminal at exit has a cause besides the quota.
+
+    `other_trouble`: the world had one (an API fault, GitHub never completing a cancel or never
+    showing a run, odd rate-limit headers, a signal: the signal path and the post step keep
+    their limits whatever the quota). Otherwise the only allowed cause is the job's own timeout
+    in a quota wait warned of beforehand, naming the child.
+    """
+    if other_trouble:
+        return
+    names = {kid.run_id: kid.request_id for kid in children(world)}
+    left = [
+        run_id
+        for run_id in children_left_at_exit(world, observed)
+        if not warned_of_job_end(run.log, run_id, names[run_id])
+    ]
+    assert not left, f"children {left} left non-terminal at exit with only the quota in the way"

@@ -15,10 +15,11 @@ from runner_queue_fallback.sim.history import (
     PoolHistory,
     generate_history,
 )
+from runner_queue_fallback.sim.model import fake_token
 
 GROUP = "nv-cpu-general"
 CPU16, CPU8, CPU32 = "linux-amd64-cpu16", "linux-amd64-cpu8", "linux-amd64-cpu32"
-TOKEN = "ghs_stats_reader_token"
+TOKEN = fake_token("stats_reader_token")
 
 
 def runners(*steps: tuple[str, float]) -> str:

@@ -15,9 +15,10 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.errors import DispatchAmbiguous, GitHubAPIError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.versions import ApiVersionRefused, refuses_version
+from runner_queue_fallback.sim.model import fake_token
 from tests import github_payloads as payloads
 
-TOKEN = "ghs_versionTestToken"
+TOKEN = fake_token("versionTestToken")
 API = payloads.API
 REPO = f"/repos/{payloads.REPOSITORY}"
 RUN_URL = f"{API}{REPO}/actions/runs/42"

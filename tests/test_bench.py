@@ -7,6 +7,7 @@ import io
 import json
 import math
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -22,12 +23,27 @@ from bench.harness import (
     PoolSpec,
     StepClock,
     StepKilled,
+    TimedFakeGitHub,
     build_coordinator,
     simulate,
 )
+from bench.losses import (
+    AMBIGUOUS_DISPATCH,
+    API_ERROR,
+    EXECUTION_TIMEOUT,
+    JOB_END_WARNING,
+    PARENT,
+    RACE,
+    SIGNAL,
+    SOURCE,
+    STARTUP_EXPIRY,
+    CancelContext,
+    StartedCancel,
+    started_cancels,
+)
 from bench.metrics import ENDPOINTS, PHASES
 from bench.report import FIGURES
-from bench.run import Settings, main
+from bench.run import Settings, main, mix_specs
 from bench.sweep import (
     SweepSettings,
     admission_waits,
@@ -44,7 +60,7 @@ from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
 from runner_queue_fallback.profiles import load_profiles
 from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.sim import LedgerEntry, VirtualClock
+from runner_queue_fallback.sim import CancelRequest, LedgerEntry, RunHistory, VirtualClock
 from runner_queue_fallback.simulation import coordinator_environ, standard_world, with_defaults
 
 SCENARIOS = ("queued", "executing", "fallback", "deadlines")
@@ -305,7 +321,9 @@ def test_sweep_requests_add_up(sweep):
         refused = row["primary_limited"] + row["secondary_limited"]
         free = row["not_modified"] + row["quota_reads"]
         assert row["sent"] == row["counted"] + free + refused
-        assert row["peak_counted_in_quota_window"] <= min(quota, row["counted"])
+        # the peak is over the whole ledger: the coordinators' requests and the guards'
+        everyone = row["counted"] + row["guard_counted"]
+        assert row["peak_counted_in_quota_window"] <= min(quota, everyone)
         # points: 1 a GET, 5 a POST; a minute holds at least one request and at most all of them
         assert 1 <= row["peak_points_per_minute"] <= 5 * row["sent"]
         if row["worst_deadline_lateness_s"] is not None:
@@ -442,3 +460,246 @@ def test_admission_waits_are_counted_from_the_log():
     warning = "::warning title=Waiting for API quota::12 requests left; waiting for the reset\n"
     record.log = f"{warning}Dispatching\n{warning}"
     assert admission_waits(record) == 2
+
+
+# -- what a user loses: started workloads cancelled by their own coordinator (issue 27) --------
+
+RUN = 9_000_000_001
+MINE = 0
+
+
+def started_child(**changes: Any) -> RunHistory:
+    """A child whose runner came at 6 s and whose workload started at 13 s, cancelled at 3,601 s."""
+    request = CancelRequest(
+        at=changes.pop("cancel_at", 3601.0),
+        client=changes.pop("client", MINE),
+        force=False,
+        allocated=changes.pop("allocated", True),
+        workload_started=True,
+        parent_active=changes.pop("parent_active", True),
+        source_moved=changes.pop("source_moved", False),
+    )
+    child = RunHistory(RUN, "rqf-9000001-1-1-0123abcd", None, 1.0, 4.0, 6.0)
+    child.allocated_at, child.workload_started_at = 6.0, 13.0
+    child.conclusion, child.completed_at = "cancelled", request.at + 3
+    child.cancel_requests = [request]
+    for name, value in changes.items():
+        setattr(child, name, value)
+    return child
+
+
+def jobs_read(at: float, run_id: int = RUN) -> LedgerEntry:
+    path = f"/repos/o/r/actions/runs/{run_id}/attempts/1/jobs"
+    return LedgerEntry(1, at, "GET", path, "", 200, counted=True, client=MINE, request_id="id")
+
+
+def judge(
+    child: RunHistory, ledger: list[LedgerEntry] | None = None, **context: Any
+) -> list[StartedCancel]:
+    base = {"client": MINE, "execution_seconds": 7200.0}
+    return started_cancels([child], ledger or [], CancelContext(**(base | context)))
+
+
+def test_a_started_workload_cancelled_for_no_reason_the_spec_gives_is_a_loss():
+    # the issue's known failure: no read of the child since the dispatch, the cancel an hour on
+    [cancel] = judge(started_child())
+    assert cancel.reasons == ()
+    assert cancel.loss
+    assert not cancel.warned_job_timeout
+
+
+@pytest.mark.parametrize(
+    ("child", "context", "reason"),
+    [
+        (started_child(cancel_at=7206.0), {}, EXECUTION_TIMEOUT),
+        (started_child(parent_active=False), {}, PARENT),
+        (started_child(source_moved=True), {}, SOURCE),
+        (started_child(allocated=False), {}, RACE),  # the runner came during the cancellation
+        (started_child(), {"signalled_at": 3600.0}, SIGNAL),
+        (started_child(job_queued_at=118.0), {}, STARTUP_EXPIRY),  # listed after the last poll
+        (started_child(), {"api_error_at": 100.0}, API_ERROR),
+    ],
+)
+def test_each_reason_the_spec_gives_excuses_the_cancel(child, context, reason):
+    [cancel] = judge(child, **context)
+    assert cancel.reasons == (reason,)
+    assert not cancel.loss
+
+
+def test_a_dispatch_without_a_clear_reply_excuses_cancelling_its_run():
+    # the spec: "an ambiguous response is recovered by the unique run-name for cancellation"
+    child = started_child(cancel_at=20.0)
+    post = "/repos/o/r/actions/workflows/runner-worker.yml/dispatches"
+    lost = LedgerEntry(1, 1.0, "POST", post, "", None, counted=True, client=MINE, request_id="i")
+    [cancel] = judge(child, [replace(lost, fault="lost_reply")])
+    assert cancel.reasons == (AMBIGUOUS_DISPATCH,)
+    [clear] = judge(child, [replace(lost, status=200)])
+    assert clear.loss
+
+
+def test_a_moved_source_excuses_nothing_under_pinned_after_start():
+    [cancel] = judge(started_child(source_moved=True), source_policy="pinned-after-start")
+    assert cancel.loss
+
+
+def test_the_race_is_a_runner_taken_just_after_the_read_the_cancel_acted_on():
+    [quick] = judge(started_child(cancel_at=8.0), [jobs_read(5.0)])
+    assert quick.reasons == (RACE,)
+    # the same runner, the cancel an hour after that read: the coordinator could have looked
+    [late] = judge(started_child(), [jobs_read(5.0)])
+    assert late.loss
+    # a read that saw the runner: no race
+    [seen] = judge(started_child(cancel_at=8.0), [jobs_read(7.0)])
+    assert seen.loss
+
+
+def test_only_the_coordinators_own_cancel_of_a_started_workload_counts():
+    assert judge(started_child(client=7)) == []  # someone else's cancel
+    assert judge(started_child(conclusion="success")) == []  # the cancel came too late to matter
+    assert judge(started_child(workload_started_at=None)) == []  # the workload never started
+
+
+def test_the_jobs_timeout_in_a_quota_wait_warned_of_is_counted_apart():
+    warning = f"{JOB_END_WARNING}the API quota is spent ...: the runner will cancel child run {RUN}"
+    [warned] = judge(started_child(), job_deadline=3600.0, log=f"{warning}\n")
+    assert warned.job_timeout
+    assert warned.warned_job_timeout
+    assert not warned.loss
+    [silent] = judge(started_child(), job_deadline=3600.0, log="")
+    assert silent.job_timeout
+    assert silent.loss
+    [other] = judge(started_child(), job_deadline=3600.0, log=warning.replace(str(RUN), "42"))
+    assert other.loss, "a warning must name the child"
+
+
+def executing_for(minutes: float) -> CoordinatorSpec:
+    """A coordinator whose pool is free and whose workload runs `minutes`."""
+    pool = PoolSpec(CPU16, 10, workload_seconds=minutes * 60)
+    return CoordinatorSpec("executing", (pool,), 0.0, int(minutes) + 30)
+
+
+def test_the_sweep_counts_a_started_workload_its_job_timeout_cancels_without_a_warning():
+    # 10 minutes: less than `plan` asks for and no quota wait warned of; the runner cancels the
+    # job, and the coordinator's signal cleanup cancels the running worker.
+    trial = simulate("ours", [executing_for(30)], jobs=JobLimits(timeout_minutes=10))
+    (record,) = trial.records
+    [cancel] = record.started_cancels
+    assert cancel.job_timeout
+    assert cancel.loss
+    figures = load_figures(trial)
+    assert figures["started_cancelled_without_reason"] == 1
+    assert figures["started_cancelled_at_warned_job_timeout"] == 0
+    assert figures["started_cancelled_without_reason_samples"][0]["job_timeout"] is True
+    assert figures["job_timeout_minutes"] == {"executing": [10]}
+
+
+def test_quota_spent_inside_the_startup_window_cancels_no_started_workload():
+    # The issue's known failure, on the sweep's harness: other workflows spend the quota between
+    # the dispatch (at 1.5 s) and the first identity read (at 15 s after it). Before issue 27 the
+    # window closed, the coordinator failed and its cleanup cancelled the worker at the reset.
+    trial = simulate(
+        "ours", [executing_for(90)], quota=250, jobs=JobLimits(), quota_spent_at=(5.0,)
+    )
+    (record,) = trial.records
+    assert record.children[0].allocated
+    figures = load_figures(trial)
+    assert figures["started_cancelled_without_reason"] == 0, record.error
+    assert figures["failed_child_left"] == 0
+    assert record.success, record.error
+
+
+def test_guards_read_on_the_repositorys_quota_and_refuse_when_it_is_spent():
+    calm = simulate("ours", [executing_for(5)], jobs=JobLimits(), guards=True)
+    figures = load_figures(calm)
+    assert figures["guards"] == 1
+    assert figures["guards_refused"] == 0
+    # own run, parent, the run search, source ref: all counted, and in the trial's ledger
+    assert figures["guard_counted"] >= 4
+    assert calm.totals.counted + figures["guard_counted"] == sum(e.counted for e in calm.ledger)
+    # the quota spent just before the runner takes the job: the guard fails closed and says so
+    spent = simulate(
+        "ours", [executing_for(5)], jobs=JobLimits(), guards=True, quota_spent_at=(5.0,)
+    )
+    refused = load_figures(spent)
+    assert refused["guards_refused_quota"] == 1
+    assert refused["guard_rate_limited"] >= 1
+    assert refused["started_cancelled"] == 0  # the workload never started
+    [log] = spent.guard_logs
+    text = "\n".join(line for _, line in log.lines)
+    assert "API rate limit exceeded" in text
+    assert "the workload is blocked" in text
+
+
+def test_without_guards_the_child_passes_its_guard_step_sending_nothing():
+    trial = simulate("ours", [executing_for(5)], jobs=JobLimits())
+    assert trial.guard_logs == []
+    assert load_figures(trial)["guard_sent"] == 0
+
+
+def test_quota_option_scales_the_loads_to_the_same_multiples_of_the_saturating_one():
+    full = SweepSettings.make(quick=False)
+    small = SweepSettings.make(quick=False, quota=250)
+    assert full.mix.quota == 1000
+    assert small.mix.quota == 250
+    assert small.ours == (22, 33, 44, 66)
+    assert small.baseline == (1, 2, 3)
+    assert SweepSettings.make(quick=True, quota=50).ours == (2, 3, 4, 6)
+    assert SweepSettings.make(quick=False, quota=1000) == full
+
+
+def test_load_sweep_takes_a_quota_lanes_and_one_etag_world(tmp_path):
+    out = tmp_path / "sweep.json"
+    printed = io.StringIO()
+    argv = ["--load-sweep", "--quick", "--quota", "50", "--lanes", "1", "--baseline-lanes="]
+    with contextlib.redirect_stdout(printed):
+        assert main([*argv, "--etags", "every-read", "--out", str(out)]) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["settings"]["mix"]["quota"] == 50
+    assert list(results["tables"]) == ["every-read"]
+    [row] = results["tables"]["every-read"]
+    assert (row["coordinator"], row["lanes"]) == ("ours", 1)
+    text = printed.getvalue()
+    assert "quota 50/h" in text
+    assert "job timeout-minutes (`plan`'s minimum + its possible extra): ours " in text
+    assert "lost" in text
+    assert "real guards on the quota" in text
+
+
+@pytest.mark.parametrize("argv", [["--quota", "250"], ["--lanes", "4"], ["--no-guards"]])
+def test_sweep_options_need_the_load_sweep(argv, capsys):
+    with pytest.raises(SystemExit):
+        main(["--quick", *argv])
+    assert "need --load-sweep" in capsys.readouterr().err
+
+
+def test_the_sweep_table_has_the_loss_columns(sweep):
+    printed = render_sweep(sweep)
+    header = next(line for line in printed.splitlines() if "coordinator" in line)
+    for column in ("lost", "t/o!", "guard cnt", "g-quota"):
+        assert column in header
+    assert "other than for a reason the specification gives" in printed
+    for row in sweep_rows(sweep):
+        assert row["started_cancelled"] >= row["started_cancelled_without_reason"]
+        reasons = sum(row["started_cancelled_by_reason"].values())
+        apart = row["started_cancelled_at_warned_job_timeout"]
+        assert row["started_cancelled"] <= reasons + row["started_cancelled_without_reason"] + apart
+
+
+def test_with_guards_every_request_is_served_at_the_clocks_time(monkeypatch):
+    # The guard runs on its own timeline from its start: the runners' participant wakes the
+    # model at each step's time, so that start is never long past and nobody is served from it.
+    lags: list[float] = []
+    real = TimedFakeGitHub.handle
+
+    def handle(self: TimedFakeGitHub, *args: Any, **kwargs: Any) -> Any:
+        reply = real(self, *args, **kwargs)
+        lags.append(self.clock.monotonic() - self.now())
+        return reply
+
+    monkeypatch.setattr(TimedFakeGitHub, "handle", handle)
+    settings = SweepSettings.make(quick=False, quota=250)
+    specs = [replace(spec, seed=n) for n, spec in enumerate(mix_specs(8, settings.mix))]
+    simulate("ours", specs, quota=250, jobs=JobLimits(), guards=True)
+    assert lags
+    # a guard's own 5 s poll for its run is the most it holds the model back
+    assert max(lags) <= timing.STARTUP_POLL_SECONDS + 1

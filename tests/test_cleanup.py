@@ -10,18 +10,21 @@ from runner_queue_fallback.cleanup import cancel_and_confirm
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.sim.model import Timings
+from runner_queue_fallback.sim.model import Timings, fake_token
 from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import FakeGitHub
 from tests.outside import JOBS_PATH, Tamper, json_body, with_json
 from tests.test_sim_support import GROUP, dispatch, make_world
+
+#: The post step's token, in GitHub's 2026 format (520 characters with `.`, `_`, `-`).
+POST_TOKEN = fake_token("post_token")
 
 
 def post_step(
     world: FakeGitHub, clock: FakeClock, state: dict[str, str], tmp_path: Path
 ) -> tuple[int, str]:
     environ = {
-        "INPUT_TOKEN": "ghs_post_token",
+        "INPUT_TOKEN": POST_TOKEN,
         "INPUT_WORKFLOW": "runner-worker.yml",
         "GITHUB_REPOSITORY": world.repository,
         "GITHUB_RUN_ID": "4242",
@@ -106,7 +109,7 @@ def test_post_step_links_the_job_the_main_step_saved(tmp_path: Path):
     code, log = post_step(world, clock, state, tmp_path)
     assert code == 0
     assert f" \u2014 View worker job logs here: {saved}" in log
-    assert "ghs_post_token" not in log.replace("::add-mask::ghs_post_token", "")
+    assert POST_TOKEN not in log.replace(f"::add-mask::{POST_TOKEN}", "")
 
 
 def test_post_step_finds_a_child_whose_dispatch_reply_was_never_read(tmp_path: Path):

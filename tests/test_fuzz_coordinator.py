@@ -3,9 +3,13 @@
 Hypothesis draws a configuration (runner type, policy, overrides, deadlines, execution timeout,
 source policy) and a world (pool availability over time, cancel delays and reporting lags, the
 workload, API faults of every kind with bounded counts, the repository's quota spent by other
-workflows, source/workflow changes, the parent cancelled or re-run, a SIGTERM), runs `coordinate`
-and its post step through the simulation harness, and checks the invariants of DESIGN.md and
-the spec's bounds after every run (`tests.invariants.check_invariants` and `check_spec_bounds`).
+workflows, at a random moment or inside a phase of the sequence (startup, queue, execution, a
+parent check, the cancellation proof, the lost-reply search), source/workflow changes, the parent
+cancelled or re-run, a SIGTERM, GitHub's own 2026 behaviours (`Platform`: re-queues after an
+assignment, runs that never get a job, a cancel that does not take)), runs `coordinate` and its
+post step through the simulation harness, and checks the invariants of DESIGN.md and the spec's
+bounds after every run (`tests.invariants.check_invariants`, `check_spec_bounds`, `check_truth`,
+and invariants 8 and 11: `check_no_child_left_for_quota`, `check_started_workloads`).
 
 A `Case` is plain data, so every bug the fuzzer finds is replayed by name in test_regressions.py.
 Profiles (`RQF_FUZZ_PROFILE`): `ci` (default, derandomized) and `nightly` (see conftest.py).
@@ -18,7 +22,7 @@ import io
 import json
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from unittest import mock
 
@@ -36,11 +40,13 @@ from runner_queue_fallback.inputs import PoolSettings, env_name, read_pool_setti
 from runner_queue_fallback.plan import make_plan
 from runner_queue_fallback.profiles import Candidate, load_profiles
 from runner_queue_fallback.sim.faults import FAULT_KINDS, Fault, FaultPlan
-from runner_queue_fallback.sim.model import Timings, Workload
+from runner_queue_fallback.sim.model import FakeRun, Platform, Pool, Timings, Workload
+from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.simulation import (
     PARENT_RUN_ID,
     SOURCE_REF,
+    TOKEN,
     SimulationRun,
     guard_hook,
     run_coordinator,
@@ -49,9 +55,14 @@ from runner_queue_fallback.simulation import (
 from tests.invariants import (
     Observed,
     Send,
+    api_error,
     check_invariants,
+    check_no_child_left_for_quota,
     check_spec_bounds,
+    check_started_workloads,
     check_truth,
+    children_left_at_exit,
+    rate_limited,
 )
 from tests.outside import PLANTS, Tamper, lag_rule, odd_header_rule, plant_rule, watch_stdout
 
@@ -109,6 +120,14 @@ class Case:
     quota_left: int | None = None
     #: an older GitHub Enterprise Server: no API version 2026-03-10, dispatch answers 204
     older_server: bool = False
+    #: other workflows spend the whole quota inside this phase of the sequence (`QUOTA_PHASES`)
+    quota_phase: str | None = None
+    #: ...this many seconds after the phase's moment (see `spend_in_phase`)
+    quota_phase_delay: float = 0.0
+    #: ...of the n-th dispatch, runner or parent read
+    quota_phase_nth: int = 1
+    #: what GitHub does beyond the tidy model (issue 28): re-queues, zombies, unheeded cancels
+    platform: Platform = field(default_factory=Platform)
 
 
 @dataclass
@@ -215,6 +234,7 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         faults=FaultPlan(list(case.faults), case.seed),
         unassigned_runner_as_zero=case.unassigned_runner_as_zero,
         api_versions=OLDER_SERVER if case.older_server else API_VERSIONS,
+        platform=case.platform,
         direct=True,  # requests' own path is under test elsewhere; here it would cost a third
     )
     if case.guard and GUARD:
@@ -243,11 +263,100 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         world.spend_quota(world.quota - case.quota_left)
     if case.quota_spent_at is not None:
         world._at(case.quota_spent_at, lambda: world.spend_quota(world.quota))
+    spend_in_phase(world, case)
     return world, sha
 
 
-def execute(case: Case) -> Outcome:
-    """Run `case` through the harness and check every invariant and spec bound."""
+#: Where a spent quota may fall (issue 27): after a dispatch, before the child's first identity
+#: read and through its startup window; after its job is listed queued; after a runner takes it;
+#: at a parent check; after the cancel POST, inside the proof; after a dispatch whose reply was
+#: lost, during the run-name search.
+QUOTA_PHASES = ("startup", "queue", "execution", "parent", "cancel", "search")
+
+
+def spend_in_phase(world: FakeGitHub, case: Case) -> None:
+    """Other workflows spend the whole quota at a moment of `case.quota_phase`.
+
+    startup, search: `delay` after the n-th dispatch; queue: after its job is listed; execution:
+    after the n-th runner is assigned; parent: just before the coordinator's n-th parent read;
+    cancel: `delay` after its first accepted cancel POST.
+    """
+    phase, delay, nth = case.quota_phase, case.quota_phase_delay, case.quota_phase_nth
+
+    def spend() -> None:
+        world.spend_quota(world.quota)
+
+    def later(at: float) -> None:
+        world._at(at, spend)
+
+    if phase in {"startup", "queue", "search"}:
+        _after_dispatch(world, nth, lambda run: later(_phase_base(run, phase) + delay))
+    elif phase == "execution":
+        real_assign = world._assign
+        assigned: list[int] = []
+
+        def assign(run: FakeRun, pool: Pool) -> None:
+            real_assign(run, pool)
+            assigned.append(run.id)
+            if len(assigned) == nth:
+                later(world.now() + delay)
+
+        world._assign = assign  # type: ignore[method-assign]  # the model calls the instance
+    elif phase in {"parent", "cancel"}:
+        _around_requests(world, phase, nth, spend, later, delay)
+
+
+def _phase_base(run: FakeRun, phase: str | None) -> float:
+    """The dispatch, or (queue) when the child's job is listed queued."""
+    if phase == "queue" and run.job_at is not None:
+        return run.job_at
+    return run.created_at
+
+
+def _after_dispatch(world: FakeGitHub, nth: int, then: Any) -> None:
+    """Call `then(run)` once the n-th dispatch has created its run."""
+    real = world.dispatch
+    made: list[int] = []
+
+    def dispatch(file: str, ref: str, inputs: Mapping[str, object]) -> Any:
+        outcome = real(file, ref, inputs)
+        if isinstance(outcome, FakeRun):
+            made.append(outcome.id)
+            if len(made) == nth:
+                then(outcome)
+        return outcome
+
+    world.dispatch = dispatch  # type: ignore[method-assign]  # the route calls the instance
+
+
+def _around_requests(  # noqa: PLR0917  # one phase's trigger and its actions
+    world: FakeGitHub, phase: str, nth: int, spend: Any, later: Any, delay: float
+) -> None:
+    """Spend before the coordinator's n-th parent read, or `delay` after its first cancel."""
+    real = world.handle
+    seen: list[str] = []
+    parent = f"/actions/runs/{PARENT_RUN_ID}"
+
+    def handle(method: str, path_and_query: str, headers: Any, body: bytes = b"") -> Reply:
+        path = path_and_query.split("?", 1)[0]
+        auth = {k.lower(): v for k, v in headers.items()}.get("authorization", "")
+        mine = auth.endswith(f" {TOKEN}")
+        if phase == "parent" and mine and method.upper() == "GET" and path.endswith(parent):
+            seen.append(path)
+            if len(seen) == nth:
+                spend()  # this read is the first to be refused
+        reply = real(method, path_and_query, headers, body)
+        cancel = method.upper() == "POST" and path.endswith("/cancel")
+        if phase == "cancel" and mine and cancel and reply.status == 202 and not seen:
+            seen.append(path)
+            later(world.now() + delay)
+        return reply
+
+    world.handle = handle  # type: ignore[method-assign]  # the adapters call the instance
+
+
+def simulate_case(case: Case) -> Outcome:
+    """Run `case` through the harness (invariant 9 is checked on the way: `_instruments`)."""
     clock = FakeClock()
     observed = Observed()
     world, sha = build_world(case, clock, observed)
@@ -258,11 +367,18 @@ def execute(case: Case) -> Outcome:
     with _instruments(clock, observed):
         run = run_coordinator(world, clock, inputs, main=_recording_main(clock, observed))
     run.guard_logs = list(observed.guard_logs)
+    return Outcome(case, world, clock, run, settings, observed)
+
+
+def execute(case: Case) -> Outcome:
+    """Run `case` through the harness and check every invariant and spec bound."""
+    outcome = simulate_case(case)
+    world, clock, run = outcome.world, outcome.clock, outcome.run
+    settings, observed = outcome.settings, outcome.observed
     if currently_in_test_context():
         note(
             f"exit {run.exit_code}, post {run.post_exit_code}; log:\n{run.log}\npost:\n{run.post_log}"
         )
-    outcome = Outcome(case, world, clock, run, settings, observed)
     check_invariants(world, run, candidates=len(settings.candidates))
     # Invariant 10: no exception of a foreign type was raised anywhere, even one caught and
     # cleaned up after (`UnexpectedError`), in the main step, the post step or a guard.
@@ -279,7 +395,56 @@ def execute(case: Case) -> Outcome:
         latency=case.timings.latency,
     )
     check_truth(world, run, observed, latency=case.timings.latency)
+    # Invariants 11 and 8 (issue 27): what a user loses.
+    check_started_workloads(
+        world,
+        run,
+        observed,
+        execution_minutes=settings.execution_timeout_minutes,
+        source_policy=case.inputs.get("source-policy", "current"),
+        latency=case.timings.latency,
+        listing_delay=case.timings.listing_delay,
+    )
+    check_no_child_left_for_quota(world, run, observed, other_trouble=other_trouble(outcome))
     return outcome
+
+
+#: GitHub slower than one of the windows: showing the run or its job after the startup window,
+#: listing it after the run-name search's, completing a cancel after the proof's 2 minutes.
+SLOW = {
+    "visibility_delay": 119.0,
+    "jobs_delay": 130.0,
+    "pending_delay": 150.0,
+    "listing_delay": 100.0,
+    "cancel_delay": 115.0,
+    "force_cancel_delay": 70.0,
+}
+
+
+def other_trouble(outcome: Outcome) -> bool:
+    """Whether a child left running at exit has a cause besides the quota (invariant 8).
+
+    None is needed when no child is left, or GitHub never refused a request for a rate limit.
+    These are causes: a signal (the signal path and the post step keep their limits, whatever
+    the quota), rate-limit headers GitHub should never send (no reset to wait for), an API fault
+    that fired (an outage can prevent cleanup: spec), GitHub slower than a window (`SLOW`).
+    Otherwise the same case is run again with the quota never spent by others: a child left
+    there too was left by something else.
+    """
+    world, case = outcome.world, outcome.case
+    if not children_left_at_exit(world, outcome.observed):
+        return False
+    if not any(rate_limited(e) for e in world.ledger):
+        return True
+    if outcome.observed.interrupted_at is not None or case.odd_header is not None:
+        return True
+    if any(api_error(e) for e in world.ledger):
+        return True
+    if any(getattr(case.timings, name) >= slow for name, slow in SLOW.items()):
+        return True
+    calm = replace(case, quota_phase=None, quota_spent_at=None, quota_left=None)
+    calm_outcome = simulate_case(calm)
+    return bool(children_left_at_exit(calm_outcome.world, calm_outcome.observed))
 
 
 # ---------------------------------------------------------------------------- strategies
@@ -344,7 +509,9 @@ def configurations(draw: st.DrawFn, family: str | None = None) -> dict[str, str]
         inputs["queue-timeout-minutes"] = minutes
     if draw(st.integers(0, 2)) == 0:
         inputs["runners"] = draw(candidate_overrides(PROFILES[runner_type].runner_type))
-    execution = draw(weighted((2, "1"), (2, "2"), (2, "5"), (2, "15"), (1, "30"), (1, None)))
+    execution = draw(
+        weighted((2, "1"), (2, "2"), (2, "5"), (2, "15"), (1, "30"), (1, "120"), (1, None))
+    )
     if execution is not None:
         inputs["execution-timeout-minutes"] = execution
     source_policy = draw(st.sampled_from([None, "current", "pinned-after-start"]))
@@ -496,18 +663,32 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
         )
     workload = Workload(
         outcome=draw(weighted((3, "success"), (1, "failure"))),
-        duration=draw(weighted((3, 30.0), (1, 1.0), (2, 120.0), (1, 600.0), (1, 3000.0))),
+        duration=draw(
+            weighted((3, 30.0), (1, 1.0), (2, 120.0), (1, 600.0), (1, 3000.0), (1, LONG_WORKLOAD))
+        ),
     )
 
     def sometimes(one_in: int) -> float | None:
         return draw(moment(horizon)) if draw(st.integers(1, one_in)) == 1 else None
 
+    phase = draw(quota_phases(settings.candidates))
+    lost_dispatch = phase.pop("lost_dispatch", None)
+    lost = (lost_dispatch,) if lost_dispatch is not None else ()
+    child_timings = draw(timings())
+    long_workload: bool = bool(phase) and draw(st.booleans())
+    if long_workload:
+        # A workload still running at the quota's reset, within its execution timeout and its
+        # job's: what a coordinator that gave up during the wait would cancel when it comes back.
+        workload = replace(workload, duration=LONG_WORKLOAD)
+        inputs = {**inputs, "execution-timeout-minutes": "120"}
+        child_timings = replace(child_timings, timeout_minutes=180.0)
+
     return Case(
         inputs=inputs,
         pools=tuple(pools.values()),
-        timings=draw(timings()),
+        timings=child_timings,
         workload=workload,
-        faults=draw(faults(horizon)),
+        faults=lost + draw(faults(horizon)),
         seed=draw(st.integers(0, 2**16)),
         move_source_at=sometimes(10),
         change_workflow_at=sometimes(12),
@@ -523,7 +704,79 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
         quota_spent_at=sometimes(8),
         quota_left=draw(weighted((12, None), (1, 0), (1, 30), (1, 200))),
         older_server=draw(weighted((3, False), (1, True))),
+        platform=draw(platforms()),
+        **phase,
     )
+
+
+@st.composite
+def platforms(draw: st.DrawFn) -> Platform:
+    """GitHub's 2026 behaviours (issue 28), each now and then: re-queues, zombies, unheeded cancels."""
+    return Platform(
+        requeue=draw(weighted((6, "off"), (1, "invisible"), (1, "visible"))),
+        requeues=draw(weighted((3, 1), (1, 2))),
+        requeue_after=draw(weighted((3, 60.0), (1, 20.0), (1, 90.0))),
+        zombies=draw(weighted((12, ()), (1, (1,)), (1, (2,)))),
+        unheeded_cancel=draw(weighted((6, False), (1, True))),
+    )
+
+
+#: Seconds after the phase's moment at which the quota is spent, by phase (see `spend_in_phase`).
+PHASE_DELAYS: dict[str, tuple[float, ...]] = {
+    # before the first identity read (15 s), just after it, and on to the window's last seconds
+    "startup": (0.0, 5.0, 14.0, 16.0, 30.0, 60.0, 100.0, 118.0),
+    # before the guard's reads (the runner starts its steps 5 s after it is assigned), then later
+    "execution": (0.0, 3.0, 6.0, 8.0, 30.0, 120.0, 600.0),
+    "parent": (0.0,),
+    # right after the cancel POST, during the proof's 5 s polls, and near its 2-minute end
+    "cancel": (0.0, 1.0, 5.0, 30.0, 100.0),
+    # while the run-name search looks for the run whose dispatch reply was lost
+    "search": (0.0, 5.0, 30.0, 60.0),
+}
+#: 90 minutes: longer than a wait for the quota's reset.
+LONG_WORKLOAD = 5400.0
+#: The startup window (the issue's failure) and the run-name search drawn twice as often.
+PHASE_WEIGHTS = {"startup": 2, "search": 2}
+#: Fractions of the candidate's queue deadline after its job is listed: early, late, at it, past.
+QUEUE_FRACTIONS = (0.0, 0.3, 0.9, 1.0, 1.05)
+
+
+@st.composite
+def quota_phases(draw: st.DrawFn, candidates: tuple[Candidate, ...]) -> dict[str, Any]:
+    """Case fields: the quota spent inside one phase (two cases in five), or not at all.
+
+    For the lost-reply search the first dispatch's reply is lost too (`lost_dispatch`: a fault
+    for the case's list; its run really exists).
+    """
+    phase = draw(weighted((12, None), *((PHASE_WEIGHTS.get(p, 1), p) for p in QUOTA_PHASES)))
+    if phase is None:
+        return {}
+    nth = draw(weighted((3, 1), (1, 2))) if phase != "parent" else draw(st.sampled_from(NTH_READ))
+    if phase == "queue":
+        queue = candidates[min(nth, len(candidates)) - 1].queue_seconds
+        delay = round(draw(st.sampled_from(QUEUE_FRACTIONS)) * queue, 1)
+    else:
+        delay = draw(st.sampled_from(PHASE_DELAYS[phase]))
+    fields: dict[str, Any] = {
+        "quota_phase": phase,
+        "quota_phase_delay": delay,
+        "quota_phase_nth": 1 if phase == "search" else nth,
+    }
+    if phase == "search":
+        lost = Fault(
+            kind="lost_reply",
+            method="POST",
+            path=r"/dispatches$",
+            count=1,
+            status=draw(st.sampled_from([None, 502])),
+        )
+        fields["lost_dispatch"] = lost
+    return fields
+
+
+#: Which of the coordinator's parent reads is the first refused: the one before the first
+#: dispatch, or one while a child exists (the parent is read with the child's polls).
+NTH_READ = (1, 2, 3, 4, 6, 10)
 
 
 #: Header values GitHub should never send, read as absent.
@@ -579,3 +832,8 @@ def _classify(outcome: Outcome) -> None:
         event("quota spent")
     if "Waiting for API quota" in run.log:
         event("admission wait")
+    if outcome.case.quota_phase is not None:
+        event(f"quota spent in phase: {outcome.case.quota_phase}")
+    for kid in world.history.values():
+        if kid.workload_started_at is not None and kid.conclusion == "cancelled":
+            event("started workload cancelled")

@@ -34,13 +34,14 @@ from runner_queue_fallback.inputs import (
     read_coordinator_inputs,
 )
 from runner_queue_fallback.profiles import MEMORY_GROUP, Candidate, load_profiles, parse_label
+from runner_queue_fallback.sim.model import fake_token
 from tests.conftest import SHA
 from tests.outside import PLANTS, watch_stdout
 from tests.test_fuzz_coordinator import candidate_overrides
 
 PROFILES = load_profiles()
 ACTION = Path(__file__).resolve().parent.parent / "action.yml"
-TOKEN = "ghs_fuzzedtokenvalue"  # a fake token, to prove it is never printed
+TOKEN = fake_token("fuzzedtokenvalue")  # the 2026 format, to prove it is never printed
 
 VALID: dict[str, str] = {
     "workflow": "runner-worker.yml",

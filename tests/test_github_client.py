@@ -30,9 +30,10 @@ from runner_queue_fallback.errors import (
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome
 from runner_queue_fallback.github.retry import Patience
+from runner_queue_fallback.sim.model import fake_token
 from tests import github_payloads as payloads
 
-TOKEN = "ghs_s3cr3tT0kenValue"
+TOKEN = fake_token("s3cr3tT0kenValue")
 API = payloads.API
 REPO = f"/repos/{payloads.REPOSITORY}"
 RUN_PATH = f"{REPO}/actions/runs/42"
@@ -463,6 +464,24 @@ def test_a_spent_quota_is_waited_out_once_a_child_exists(
     assert client.stats.quota_waited == 2401.0
 
 
+def test_a_primary_limit_with_an_unreadable_reset_is_backed_off_past_a_whole_window(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """GitHub's primary message with headers that cannot be read ("nan"), while a child exists:
+    the quota resets within its hour, so the back-off goes on until an hour and a minute has
+    passed before any wait counts; the child is never given up for an unreadable reset."""
+    client.patience = Patience.CHILD_EXISTS
+    headers = {"x-ratelimit-remaining": "nan", "x-ratelimit-reset": "nan"}
+    refusals = 7  # 60 + 120 + ... + 1920 = 3780 s: past the window, then one counted wait
+    for _ in range(refusals):
+        error_reply(mocked, 403, "API rate limit exceeded for installation ID 1.", headers=headers)
+    run_reply(mocked)
+    client.get_run(42)
+    cap = timing.RESET_WAIT_MAX_SECONDS  # no single back-off is longer than a window
+    assert clock.sleeps == [min(60.0 * 2**n, cap) for n in range(refusals)]
+    assert sum(clock.sleeps[:-1]) >= timing.RESET_WAIT_MAX_SECONDS
+
+
 def test_a_known_spent_quota_sends_nothing_before_the_reset(
     client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, logs: list[str]
 ) -> None:
@@ -643,7 +662,7 @@ def test_permission_denied_explains_the_fix(
 def test_cancel_outcomes(
     client: GitHubClient, mocked: responses.RequestsMock, method: str, suffix: str
 ) -> None:
-    """202 is ACCEPTED and 409 is ALREADY_COMPLETED, not an error."""
+    """202 is ACCEPTED; a 409 is ALREADY_COMPLETED, not an error, once a fresh read says so."""
     mocked.post(f"{RUN_URL}/{suffix}", status=202, json={})
     error_reply(
         mocked,
@@ -652,6 +671,8 @@ def test_cancel_outcomes(
         method=responses.POST,
         url=f"{RUN_URL}/{suffix}",
     )
+    # the fresh read a 409 calls for
+    mocked.get(RUN_URL, json=payloads.workflow_run(status="completed", conclusion="cancelled"))
     cancel = getattr(client, method)
     assert cancel(42) is CancelOutcome.ACCEPTED
     assert cancel(42) is CancelOutcome.ALREADY_COMPLETED

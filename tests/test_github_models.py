@@ -234,5 +234,5 @@ def test_workflow_run_list_fields() -> None:
 
 
 def test_cancel_outcomes() -> None:
-    """Cancel has exactly two non-error outcomes."""
+    """Cancel has exactly two non-error outcomes (a 409 for a run not completed is an error)."""
     assert {outcome.name for outcome in CancelOutcome} == {"ACCEPTED", "ALREADY_COMPLETED"}

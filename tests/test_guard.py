@@ -41,6 +41,7 @@ from runner_queue_fallback.sim import (
     WorkerContext,
     Workload,
 )
+from runner_queue_fallback.sim.model import fake_token
 from runner_queue_fallback.sim.reply import Reply
 from tests.outside import Tamper, json_body, with_json
 
@@ -48,7 +49,7 @@ PARENT_ID = 4242
 SOURCE_REF = "refs/heads/feature"
 GROUP = "nv-cpu-general"
 LABEL = "linux-amd64-cpu16"
-TOKEN = "ghs_guardSecretToken42"
+TOKEN = fake_token("guardSecretToken42")
 REQUEST_ID = "rqf-4242-1-1-abcd0123"
 COORDINATOR_WORKFLOW = "runner-check.yml"  # the fake parent run's workflow
 
@@ -745,7 +746,7 @@ def coordinator_environ(world: FakeGitHub) -> dict[str, str]:
         "INPUT_RUNNERS": json.dumps([{"group": GROUP, "labels": LABEL}]),
         "INPUT_QUEUE-TIMEOUT-MINUTES": "10",
         "INPUT_EXECUTION-TIMEOUT-MINUTES": "15",
-        "INPUT_TOKEN": "ghs_coordinator_token",
+        "INPUT_TOKEN": fake_token("coordinator_token"),
     }
 
 

@@ -18,9 +18,12 @@ from runner_queue_fallback.inputs import (
     read_run_context,
 )
 from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.sim.model import fake_token
 from tests.conftest import SHA
 
 PROFILES = load_profiles()
+#: A token in GitHub's 2026 format: 520 characters with `.`, `_` and `-`.
+SECRET = fake_token("secretvalue")
 
 VALID = {
     "INPUT_WORKFLOW": "runner-worker.yml",
@@ -28,7 +31,7 @@ VALID = {
     "INPUT_SOURCE-REF": "refs/pull/123/merge",
     "INPUT_SOURCE-SHA": SHA,
     "INPUT_RUNNER-TYPE": "cpu",
-    "INPUT_TOKEN": "ghs_secretvalue",
+    "INPUT_TOKEN": SECRET,
 }
 
 
@@ -339,8 +342,8 @@ def test_valid_inputs_resolve_with_defaults():
     assert inputs.pools.execution_timeout_minutes == 180
     assert inputs.source_policy == "current"
     assert inputs.workload == "{}"
-    assert inputs.token.get_secret_value() == "ghs_secretvalue"
-    assert "ghs_secretvalue" not in repr(inputs)
+    assert inputs.token.get_secret_value() == SECRET  # 520 characters with `.`, `_`, `-`
+    assert SECRET not in repr(inputs)
 
 
 def test_blank_means_omitted():
@@ -513,7 +516,7 @@ def test_bad_input_stops_the_coordinate_step_before_any_request(
     assert adapter.sent == []
     errors = [line for line in out.splitlines() if line.startswith("::error")]
     assert any(f"input '{name}'" in line and fragment in line for line in errors), out
-    assert "ghs_secretvalue" not in out
+    assert SECRET not in out
 
 
 def test_execution_timeout_minutes_go_up_to_three_days():

@@ -9,6 +9,7 @@ import pytest
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.lint import RULES, lint_directory, lint_files
+from runner_queue_fallback.lint.model import Finding
 
 GOOD = Path(__file__).parent / "data" / "lint" / "good"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -287,14 +288,14 @@ CATALOGUE = [
     ),
     pytest.param(
         "RQF203",
-        [("c", "timeout-minutes: 135", "timeout-minutes: 60")],
+        [("c", "timeout-minutes: 250", "timeout-minutes: 60")],
         [("c", "timeout-minutes:")],
         id="coordinator-timeout-below-plan",
     ),
     pytest.param(
         "RQF203",
         [
-            ("c", "timeout-minutes: 135", "timeout-minutes: 420"),
+            ("c", "timeout-minutes: 250", "timeout-minutes: 420"),
             ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
             ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
         ],
@@ -465,9 +466,15 @@ CATALOGUE = [
     ),
     pytest.param(
         "RQF217",
-        [("c", "timeout-minutes: 135", "timeout-minutes: 400")],
+        [("c", "timeout-minutes: 250", "timeout-minutes: 400")],
         [("c", "timeout-minutes:")],
         id="hosted-coordinator-timeout-above-six-hours",
+    ),
+    pytest.param(
+        "RQF218",
+        [("c", "queue-timeout-minutes: '10'", "queue-timeout-minutes: '1.5'")],
+        [("c", "queue-timeout-minutes:")],
+        id="queue-deadline-under-two-minutes",
     ),
     pytest.param(
         "RQF301",
@@ -655,13 +662,13 @@ LEVELS = [
         id="pull-request-sha-warns",
     ),
     pytest.param(
-        [("c", "runs-on: ubuntu-latest", "runs-on: windows-latest"), ("c", ": 135", ": 400")],
+        [("c", "runs-on: ubuntu-latest", "runs-on: windows-latest"), ("c", ": 250", ": 400")],
         ("RQF217", "warning"),
         id="hosted-timeout-above-six-hours-warns",
     ),
     pytest.param(
         [
-            ("c", "timeout-minutes: 135", "timeout-minutes: 420"),
+            ("c", "timeout-minutes: 250", "timeout-minutes: 420"),
             ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
             ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
         ],
@@ -738,7 +745,7 @@ def test_each_finding_has_the_level_its_case_deserves(tmp_path, edits, expected)
             id="coordinator-runs-on-expression",
         ),
         pytest.param(
-            [("c", "timeout-minutes: 135", "timeout-minutes: 360")],
+            [("c", "timeout-minutes: 250", "timeout-minutes: 360")],
             id="hosted-timeout-of-exactly-six-hours",
         ),
         pytest.param(
@@ -798,7 +805,7 @@ def test_a_self_hosted_coordinator_may_exceed_six_hours(tmp_path):
         tmp_path,
         [
             ("c", "runs-on: ubuntu-latest", "runs-on: [self-hosted, rqf-coordinator]"),
-            ("c", "timeout-minutes: 135", "timeout-minutes: 420"),
+            ("c", "timeout-minutes: 250", "timeout-minutes: 540"),  # 408 + the quota's 125
             ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '300'"),
             ("w", "timeout-minutes: 15", "timeout-minutes: 300"),
         ],
@@ -825,7 +832,7 @@ def test_the_execution_budget_is_read_as_the_action_reads_it(tmp_path, value, ru
 
 
 def test_the_timeout_finding_names_the_number_plan_computes(tmp_path):
-    _write_pair(tmp_path, [("c", "timeout-minutes: 135", "timeout-minutes: 60")])
+    _write_pair(tmp_path, [("c", "timeout-minutes: 250", "timeout-minutes: 60")])
     (finding,) = lint_files(tmp_path / FILES["c"]).findings
     assert "need at least 123" in finding.message
     assert "timeout-minutes: 123" in finding.fix
@@ -1005,3 +1012,103 @@ def test_cli_prints_the_rule_table(capsys):
     code, out = _run(["lint", "--rules"], capsys)
     assert code == 0
     assert all(f"| {rule} |" in out for rule in RULES)
+
+
+# -- RQF203 as a warning: the time a short API quota may add (issue 27) -------------------------
+
+
+def _timeout_findings(tmp_path: Path, edits: list[tuple[str, str, str]]) -> list[Finding]:
+    _write_pair(tmp_path, edits)
+    return [f for f in lint_files(tmp_path / FILES["c"]).findings if f.rule == "RQF203"]
+
+
+def test_a_timeout_covering_the_minimum_but_not_the_quotas_extra_warns(tmp_path):
+    """135 covers plan's 123 but not its possible extra of 125: raise it (no admission would do)."""
+    (finding,) = _timeout_findings(
+        tmp_path, [("c", "timeout-minutes: 250", "timeout-minutes: 135")]
+    )
+    assert finding.level == "warning"
+    assert "timeout-minutes 135 covers `plan`'s minimum 123" in finding.message
+    assert "possible extra of 125 min" in finding.message
+    assert "reach the job's end" in finding.message
+    assert finding.fix == "set `timeout-minutes: 248` or more on job `runner-check`"
+
+
+def test_the_warning_names_the_lower_admission_timeout_that_would_fit(tmp_path):
+    """200 = 123 + 12 of admission + 5 of spread + one reset of 60."""
+    (finding,) = _timeout_findings(
+        tmp_path, [("c", "timeout-minutes: 250", "timeout-minutes: 200")]
+    )
+    assert finding.level == "warning"
+    assert "lower `admission-timeout-minutes` to '12'" in finding.fix
+
+
+def test_a_lower_admission_timeout_that_fits_gives_no_warning(tmp_path):
+    admission = "          admission-timeout-minutes: '12'\n"
+    edits = [
+        ("c", "timeout-minutes: 250", "timeout-minutes: 200"),
+        _add("c", "          execution-timeout-minutes: '15'\n", admission),
+    ]
+    assert _timeout_findings(tmp_path, edits) == []
+
+
+def test_past_six_hours_the_warning_says_a_hosted_coordinator_cannot_cover_it(tmp_path):
+    """Minimum 288 (180 of execution) plus 125 passes 360: admission 7 and 360 would fit."""
+    edits = [
+        ("c", "timeout-minutes: 250", "timeout-minutes: 300"),
+        ("c", "execution-timeout-minutes: '15'", "execution-timeout-minutes: '180'"),
+        ("w", "timeout-minutes: 15", "timeout-minutes: 180"),
+    ]
+    (finding,) = _timeout_findings(tmp_path, edits)
+    assert finding.level == "warning"
+    assert "minimum plus extra is 413 minutes" in finding.message
+    assert "more than a GitHub-hosted coordinator may run (360)" in finding.message
+    assert "`admission-timeout-minutes: '7'` and `timeout-minutes: 360`" in finding.fix
+    assert "self-hosted runner" in finding.fix
+
+
+# -- RQF218: a queue deadline under 2 minutes (issue 28) ------------------------------------------
+
+EXPLICIT_RUNNERS = (
+    "          runners: >-\n"
+    '            [{"group":"nv-cpu-general","labels":"linux-amd64-cpu16"},\n'
+    '             {"group":"nv-cpu-general","labels":"linux-amd64-cpu8","queue-timeout-minutes":1}]\n'
+)
+
+
+def _rqf218(tmp_path: Path, edits: list[tuple[str, str, str]]) -> list[Finding]:
+    _write_pair(tmp_path, edits)
+    result = lint_files(tmp_path / FILES["c"])
+    assert not [f for f in result.findings if f.rule == "RQF204"], "the deadline is allowed"
+    return [f for f in result.findings if f.rule == "RQF218"]
+
+
+def test_rqf218_a_deadline_under_two_minutes_warns_and_says_why(tmp_path):
+    """1 minute is the spec's minimum, still valid; lint explains the broker and the re-queue."""
+    (finding,) = _rqf218(
+        tmp_path, [("c", "queue-timeout-minutes: '10'", "queue-timeout-minutes: '1'")]
+    )
+    assert finding.level == "warning"
+    assert "allowed (the minimum is 1)" in finding.message
+    assert "only after about 60 s" in finding.message
+    assert (
+        "re-queues a job whose assigned runner does not pick it up within 60 s" in finding.message
+    )
+    assert "2 or more" in finding.fix
+
+
+def test_rqf218_two_minutes_is_enough(tmp_path):
+    assert (
+        _rqf218(tmp_path, [("c", "queue-timeout-minutes: '10'", "queue-timeout-minutes: '2'")])
+        == []
+    )
+
+
+def test_rqf218_a_short_deadline_inside_runners_is_reported_at_runners(tmp_path):
+    """The action-level deadline is 10; the second candidate's own deadline is 1 minute."""
+    edits = [_add("c", "          queue-timeout-minutes: '10'\n", EXPLICIT_RUNNERS)]
+    texts = _write_pair(tmp_path, edits)
+    (finding,) = _rqf218(tmp_path, edits)
+    assert finding.line == _line(texts["c"], "runners:")
+    assert "candidate 2 (nv-cpu-general / linux-amd64-cpu8, 1 min)" in finding.message
+    assert "candidate 1" not in finding.message

@@ -18,6 +18,7 @@ import pytest
 from runner_queue_fallback import cli
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.sim import DispatchRefused, Timings
+from runner_queue_fallback.sim.model import fake_token
 from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.simulation import (
@@ -257,7 +258,7 @@ def _guard(world: FakeGitHub, clock: FakeClock, run_id: int, **changes: str) -> 
         "GITHUB_RUN_ATTEMPT": "1",
         "GITHUB_REPOSITORY": world.repository,
         "GITHUB_API_URL": world.api_url,
-        "INPUT_TOKEN": "ghs_guard_token",
+        "INPUT_TOKEN": fake_token("guard_token"),
     }
     for name in ("request-id", "parent-run-id", "parent-run-attempt", "source-ref", "source-sha"):
         environ[f"INPUT_{name.upper()}"] = world.runs[run_id].inputs[name]

@@ -25,7 +25,7 @@ from runner_queue_fallback.inputs import env_name
 from runner_queue_fallback.lint import model
 from runner_queue_fallback.report import escape_json
 from runner_queue_fallback.sim.history import Exponential, HistorySpec, PoolHistory
-from runner_queue_fallback.sim.model import FakeRun, Timings
+from runner_queue_fallback.sim.model import WORKER_TOKEN, FakeRun, Timings
 from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import (
@@ -207,7 +207,7 @@ def test_guard_prints_no_outside_command(planted: str | None):
         "GITHUB_REPOSITORY": world.repository,
         "GITHUB_API_URL": world.api_url,
         "GITHUB_SERVER_URL": world.server_url,
-        env_name("token"): "ghs_worker_token",
+        env_name("token"): WORKER_TOKEN,
         **{env_name(k): v for k, v in guard_inputs.items()},
     }
     code, out = capture(["guard"], environ, clock=clock, session=world.session())

@@ -164,3 +164,28 @@ def test_each_candidate_adds_its_two_windows_and_the_run_one_parent_grace(runner
     settings = read_pool_settings({env_name("runner-type"): runner_type}, load_profiles())
     plan = make_plan(settings)
     assert plan.overhead_minutes == 4 * len(settings.candidates) + 2
+
+
+# -- a queue deadline under 2 minutes is allowed but warned of (issue 28) ----------------------
+
+
+def test_plan_warns_of_a_queue_deadline_under_two_minutes_and_says_why():
+    """1 minute stays valid (the spec's minimum); plan names the candidates and the two delays."""
+    out = io.StringIO()
+    assert _run(out, ["plan", "--runner-type", "cpu", "--queue-timeout-minutes", "1"], {}) == 0
+    (line,) = [ln for ln in out.getvalue().splitlines() if ln.startswith("warning:")]
+    assert "queue deadline under 2 min for candidate 1 (nv-cpu-general / linux-amd64-cpu16" in line
+    assert "allowed (the minimum is 1)" in line
+    assert "broker offers a queued job to idle self-hosted runners only after about 60 s" in line
+    assert "re-queues a job whose assigned runner does not pick it up within 60 s" in line
+    warnings = plan_json("--runner-type", "cpu", "--queue-timeout-minutes", "1.5")["warnings"]
+    assert isinstance(warnings, list)
+    assert len(warnings) == 1
+    assert "candidate 3 (nv-cpu-general / linux-amd64-cpu32, 1.5 min)" in warnings[0]
+
+
+def test_plan_gives_no_warning_from_two_minutes_on():
+    out = io.StringIO()
+    assert _run(out, ["plan", "--runner-type", "cpu", "--queue-timeout-minutes", "2"], {}) == 0
+    assert "warning:" not in out.getvalue()
+    assert plan_json("--runner-type", "cpu", "--queue-timeout-minutes", "2")["warnings"] == []

@@ -21,7 +21,7 @@ from runner_queue_fallback.errors import (
 )
 from runner_queue_fallback.inputs import CHILD_INPUTS, env_name
 from runner_queue_fallback.lint.model import Finding
-from runner_queue_fallback.preflight import LOW_QUOTA, UNVERIFIABLE_PERMISSION
+from runner_queue_fallback.preflight import DEPENDENT, LOW_QUOTA, UNVERIFIABLE_PERMISSION
 from runner_queue_fallback.sequence import quota
 from runner_queue_fallback.sequence.preflight import child_findings, is_blocking
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
@@ -292,11 +292,12 @@ def test_after_dispatch_errors_keep_githubs_message_and_add_one_fix():
         assert text.count("Fix:") == 1, error_class
 
 
-def test_readme_lists_every_message_with_its_fix():
-    """The README's list of messages is the program's: each fix appears there word for word."""
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+def test_the_troubleshooting_guide_lists_every_message_with_its_fix():
+    """docs/troubleshooting.md's list of fixes is the program's: each appears there word for word."""
+    guide = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    text = " ".join(guide.split())
     for situation, fix in errors.TROUBLESHOOTING.items():
-        assert " ".join(fix.split()) in readme, situation
+        assert " ".join(fix.split()) in text, situation
 
 
 # -- 2. the preflight command -----------------------------------------------------------------
@@ -310,6 +311,7 @@ def test_preflight_passes_a_good_set_up_without_any_post():
     assert code == 0, text
     assert world.posts() == []
     for name in (
+        "GitHub API",
         "token",
         "parent run",
         "source ref",
@@ -336,15 +338,15 @@ def test_preflight_fails_a_broken_child_without_any_post():
     assert UNVERIFIABLE_PERMISSION in text
 
 
-def test_preflight_without_a_run_skips_the_parent_and_accepts_flags():
-    """From a terminal: no GITHUB_RUN_ID, inputs as flags; the parent check is skipped."""
+def test_preflight_without_a_run_does_not_check_the_parent_and_accepts_flags():
+    """From a terminal: no GITHUB_RUN_ID, inputs as flags; the parent run is not checked."""
     world = World()
     world.github.add_workflow("runner-worker.yml", "main")
     inputs, world.inputs = world.inputs, {}
     flags = [part for name, value in inputs.items() for part in (f"--{name}", value)]
     code, text = world.preflight(*flags, run_id=False)
     assert code == 0, text
-    assert re.search(r"^  skipped\s+parent run: GITHUB_RUN_ID is not set", text, re.MULTILINE)
+    assert re.search(r"^  not checked parent run \(GITHUB_RUN_ID is not set\)$", text, re.MULTILINE)
 
 
 def test_preflight_with_a_bad_token_stops_at_the_token():
@@ -356,6 +358,74 @@ def test_preflight_with_a_bad_token_stops_at_the_token():
     assert re.search(r"^  FAIL\s+token:", text, re.MULTILINE)
     assert FIX_CREDENTIALS in _one_line(text)
     assert len(world.github.ledger) == 1
+
+
+def _verdicts(text: str) -> dict[str, str]:
+    """Each check's verdict by its name, from the command's lines."""
+    found = re.findall(r"^  (pass|FAIL|not checked) +([a-zA-Z -]+?)(?::| \()", text, re.MULTILINE)
+    return {name: verdict for verdict, name in found}
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [
+        pytest.param(Fault(kind="connection"), id="connection-refused"),
+        pytest.param(Fault(kind="timeout"), id="timeout"),
+        pytest.param(Fault(kind="status", status=503), id="503"),
+    ],
+)
+def test_preflight_against_an_unreachable_server_passes_nothing(fault):
+    """No usable reply: one FAIL naming the URL and the error; every other check not checked."""
+    world = World(faults=(fault,))
+    world.github.add_workflow("runner-worker.yml", "main")
+    code, text = world.preflight()
+    assert code == 1
+    assert not re.search(r"^  pass", text, re.MULTILINE), text
+    fails = re.findall(r"^  FAIL .*$", _one_line(text), re.MULTILINE)
+    assert len(fails) == 1, fails
+    assert fails[0].startswith(
+        f"  FAIL        GitHub API: no usable reply from {world.github.api_url}"
+    )
+    verdicts = _verdicts(text)
+    assert verdicts.pop("GitHub API") == "FAIL"
+    assert verdicts == dict.fromkeys(("token", *DEPENDENT), "not checked"), verdicts
+    assert "did not answer" in text
+
+
+def test_preflight_with_a_refused_token_checks_nothing_that_depends_on_it():
+    """401: the token FAILs and every later check says not checked, with the reason."""
+    world = World(faults=(Fault(kind="unauthorized"),))
+    world.github.add_workflow("runner-worker.yml", "main")
+    code, text = world.preflight()
+    assert code == 1
+    verdicts = _verdicts(text)
+    assert verdicts == {
+        "GitHub API": "pass",
+        "token": "FAIL",
+        **dict.fromkeys(DEPENDENT, "not checked"),
+    }, verdicts
+    for name in DEPENDENT:
+        assert f"not checked {name} (GitHub refused the token)" in text
+
+
+def test_the_token_does_not_pass_when_no_read_succeeded():
+    """403 on every read: GitHub answered, but no read showed the token works, so no pass."""
+    world = World(faults=(Fault(kind="forbidden"),))
+    world.github.add_workflow("runner-worker.yml", "main")
+    code, text = world.preflight()
+    assert code == 1
+    assert _verdicts(text)["token"] == "not checked", text
+    assert not re.search(r"^  pass\s+token", text, re.MULTILINE)
+
+
+def test_the_child_check_is_listed_when_the_workflow_ref_check_fails():
+    """workflow-ref not found: the child file is still listed, as not checked and why."""
+    world = World()
+    world.github.add_workflow("runner-worker.yml", "main")
+    world.inputs["workflow-ref"] = "mian"
+    _, text = world.preflight()
+    assert "  not checked child workflow (the workflow-ref check failed)" in text
+    assert _verdicts(text)["token"] == "pass"
 
 
 def test_preflight_reports_a_moved_source_and_a_wrong_ref():

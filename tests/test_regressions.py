@@ -132,3 +132,30 @@ def test_known_input_crash_becomes_an_input_error(name: str, value: str):
     run = run_cli(values)
     assert run.code == 2
     assert run.sent == []
+
+
+@pytest.mark.parametrize("guard", [True, False])
+def test_quota_spent_before_the_first_identity_read_cancels_no_started_workload(guard):
+    """Other workflows spent the quota 14 s after the dispatch, before the child's first read.
+
+    Before (issue 27): the startup window closed on the refused reads ("did not show its
+    identity and worker job within the 2-minute startup window; ... the API quota is spent
+    until its reset"), the coordinator failed, and its cleanup waited for the reset and
+    cancelled the worker, which had run for an hour: invariant 11, found by the fuzzers'
+    quota-in-every-phase draws. Fix: the window pauses for the reset and a fresh read decides.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "2", "execution-timeout-minutes": "120"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+        timings=Timings(timeout_minutes=180.0),
+        workload=Workload(outcome="success", duration=5400.0),
+        quota_phase="startup",
+        quota_phase_delay=14.0,
+        guard=guard,
+    )
+    outcome = execute(case)
+    [kid] = children(outcome.world)
+    assert kid.workload_started_at is not None
+    assert kid.conclusion == "success"
+    assert kid.cancel_requests == []
+    assert outcome.run.exit_code == 0, outcome.run.log

@@ -5,7 +5,14 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from runner_queue_fallback.report import Reporter, escape_data, escape_markdown, escape_property
+from runner_queue_fallback.report import (
+    Reporter,
+    escape_data,
+    escape_markdown,
+    escape_property,
+    markdown_code,
+)
+from runner_queue_fallback.sim.model import TOKEN_LENGTH, fake_token
 
 
 def test_escaping_follows_the_runner():
@@ -29,6 +36,29 @@ def test_masked_secret_is_registered_first_and_scrubbed_everywhere(tmp_path: Pat
     assert lines[0] == "::add-mask::ghs_abc"
     assert all("ghs_abc" not in line for line in lines[1:])
     assert "ghs_abc" not in summary.read_text()
+
+
+def test_a_token_of_the_2026_format_never_appears_whole_in_any_form(tmp_path: Path):
+    """520 characters with `.`, `_` and `-`: masked in the log, commands, groups and the summary,
+    also where outside text is escaped first (Markdown puts a backslash before each `_`)."""
+    token = fake_token("2718281")
+    assert len(token) == TOKEN_LENGTH
+    assert {".", "_", "-"} <= set(token)
+    out, summary = io.StringIO(), tmp_path / "summary.md"
+    reporter = Reporter(out, summary_path=summary)
+    reporter.mask(token)
+    reporter.log(f"GitHub said: Bad credentials {token}")
+    reporter.error(f"bad {token}", title=f"t {token}")
+    reporter.warning(token)
+    with reporter.group(f"group {token}"):
+        reporter.log(f"::{token}")
+    reporter.summary(f"| {escape_markdown(token)} | {markdown_code(token)} | {token} |\n")
+    lines = out.getvalue().splitlines()
+    assert lines[0] == f"::add-mask::{token}"  # the runner learns the whole token at once
+    shown = "\n".join(lines[1:]) + summary.read_text()
+    assert token not in shown
+    assert escape_markdown(token) not in shown
+    assert token.split(".")[-1] not in shown  # not even its signature
 
 
 def test_outputs_and_state_use_the_delimiter_form(tmp_path: Path):

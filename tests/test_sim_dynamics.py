@@ -387,3 +387,32 @@ def test_worker_hook_that_passes_lets_the_workload_run_and_a_crash_fails_it():
     advance_to(clock, 1000.0)
     assert broken.history[run2].conclusion == "failure"
     assert [str(e) for e in broken.hook_errors] == ["guard crashed"]
+
+
+def test_each_accepted_cancel_is_kept_with_its_sender_and_the_world_as_it_stood():
+    # what tells a started workload cancelled by its own coordinator, and why (invariant 11)
+    clock = FakeClock()
+    world = make_world(clock, workload=Workload(duration=600.0))
+    inputs = child_inputs() | {"source-sha": world.refs["heads/feature"]}
+    path = "/actions/workflows/runner-worker.yml/dispatches"
+    early = post(world, path, {"ref": "main", "inputs": inputs | {"request-id": "req-0"}})
+    first = early.json()["workflow_run_id"]
+    advance_to(clock, 4.0)  # visible at 3 s, its job listed at 5 s
+    assert post(world, f"/actions/runs/{first}/cancel").status == 202
+    [queued] = world.history[first].cancel_requests
+    assert queued.client == world.client_number("coordinator-token")
+    assert (queued.allocated, queued.workload_started) == (False, False)
+    assert (queued.parent_active, queued.source_moved) == (True, False)
+    run_id = post(world, path, {"ref": "main", "inputs": inputs}).json()["workflow_run_id"]
+    advance_to(clock, 30.0)  # its job listed at 9 s, the runner free at 7 s: the workload runs
+    world.move_ref("heads/feature")
+    world.finish_parent(4242, "cancelled")
+    assert post(world, f"/actions/runs/{run_id}/force-cancel").status == 202
+    [started] = world.history[run_id].cancel_requests
+    assert started.at == 30.0
+    assert started.force
+    assert (started.allocated, started.workload_started) == (True, True)
+    assert (started.parent_active, started.source_moved) == (False, True)
+    advance_to(clock, 40.0)
+    assert post(world, f"/actions/runs/{run_id}/cancel").status == 409
+    assert len(world.history[run_id].cancel_requests) == 1, "a refused cancel is not kept"

@@ -20,6 +20,7 @@ from runner_queue_fallback.scenarios import (
     load_catalogue,
     load_entry,
 )
+from runner_queue_fallback.sim.model import TOKEN_LENGTH, WORKER_TOKEN
 from runner_queue_fallback.simulate import parse_busy
 from runner_queue_fallback.simulation import TOKEN, Simulated, SimulationRun, simulate_entry
 from tests.invariants import check_invariants
@@ -89,6 +90,10 @@ def test_the_catalogue_covers_the_six_pilot_cases_and_the_extra_scenarios():
         "source-moved",
         "gpu-extended-rewait",
         "parallel-coordinators",
+        "requeue-visible",
+        "requeue-invisible",
+        "zombie-run",
+        "unheeded-cancel",
     } <= set(CATALOGUE)
     assert next(iter(CATALOGUE)) == DEFAULT_SCENARIO
     for entry in CATALOGUE.values():
@@ -207,6 +212,16 @@ def test_the_token_never_appears_in_the_output(name: str):
         assert TOKEN not in text
         assert "ghs_worker_token" not in text
         assert "add-mask" not in text
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_the_saved_state_and_summary_never_hold_a_token(name: str, catalogue_runs):
+    """The 2026 format (520 characters with `.`, `_`, `-`): never in the post step's state."""
+    assert len(TOKEN) == TOKEN_LENGTH
+    for run in catalogue_runs[name].runs:
+        kept = "\n".join([*run.state.keys(), *run.state.values(), run.summary])
+        assert TOKEN not in kept
+        assert WORKER_TOKEN not in kept
 
 
 def test_list_shows_names_descriptions_and_expected_outcomes():

@@ -1,4 +1,4 @@
-"""The README's Troubleshooting section quotes what the program really prints.
+"""docs/troubleshooting.md, and the README's five most common failures, quote what the program prints.
 
 Each quoted message (a ```text block after `<!-- message: NAME -->`) is produced here by running
 the program through `cli.main` against the fake GitHub; `...` in a quote stands for any text.
@@ -27,9 +27,20 @@ ROOT = Path(__file__).resolve().parent.parent
 _QUOTE = re.compile(r"<!-- message: ([\w-]+) -->\n```text\n(.*?)\n```", re.DOTALL)
 
 
+#: The README's section of the failures a user meets first (the rest: docs/troubleshooting.md).
+README_SECTION = "## The five most common failures"
+
+
 def _quotes() -> dict[str, str]:
+    """Every quote of docs/troubleshooting.md, by name."""
+    text = (ROOT / "docs" / "troubleshooting.md").read_text(encoding="utf-8")
+    return dict(_QUOTE.findall(text))
+
+
+def _readme_quotes() -> dict[str, str]:
+    """The quotes of the README's five most common failures, by name."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Troubleshooting", 1)[1].split("\n## ", 1)[0]
+    section = readme.split(README_SECTION, 1)[1].split("\n## ", 1)[0]
     return dict(_QUOTE.findall(section))
 
 
@@ -106,6 +117,10 @@ PRODUCERS: dict[str, Callable[[], str]] = {
         child=DEFAULT_CHILD,
         fault=Fault(kind="status", status=422, method="POST", path=r"/dispatches$"),
     ),
+    "queues-exhausted": lambda: _coordinate(
+        child=DEFAULT_CHILD,
+        inputs={"runners": '[{"group":"nv-cpu-general","labels":"linux-amd64-cpu8"}]'},
+    ),
     "quota-warning": lambda: _coordinate(child=DEFAULT_CHILD, spend=960),
     "quota-refused": lambda: _coordinate(
         child=DEFAULT_CHILD, spend=960, inputs={"admission-timeout-minutes": "0"}
@@ -122,13 +137,28 @@ def _pattern(quote: str) -> re.Pattern[str]:
 
 
 def test_troubleshooting_covers_every_listed_failure():
-    """Each failure the README promises to explain has a quoted message, and no quote is untested."""
+    """Each failure the guide promises to explain has a quoted message, and no quote is untested."""
     assert set(_quotes()) == set(PRODUCERS)
+
+
+def test_the_readme_quotes_five_of_them():
+    """The README's five most common failures are quotes the guide has too, word for word."""
+    quotes = _readme_quotes()
+    assert len(quotes) == 5, sorted(quotes)
+    full = _quotes()
+    assert {name: full.get(name) for name in quotes} == quotes
+
+
+@pytest.mark.parametrize("name", sorted(_readme_quotes()))
+def test_the_readmes_quote_is_what_the_program_prints(name: str):
+    quote = _readme_quotes()[name]
+    printed = [" ".join(line.split()) for line in PRODUCERS[name]().splitlines()]
+    assert any(_pattern(quote).search(line) for line in printed), (quote, printed)
 
 
 @pytest.mark.parametrize("name", sorted(PRODUCERS))
 def test_the_quoted_message_is_what_the_program_prints(name: str):
-    """The README's quote matches a line the program really printed (`...`: any text)."""
+    """The guide's quote matches a line the program really printed (`...`: any text)."""
     quote = _quotes()[name]
     printed = [" ".join(line.split()) for line in PRODUCERS[name]().splitlines()]
     pattern = _pattern(quote)

@@ -19,7 +19,7 @@ from runner_queue_fallback.errors import GitHubError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import env_name
 from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings, Workload
+from runner_queue_fallback.sim.model import WORKER_TOKEN, Timings, Workload, fake_token
 from runner_queue_fallback.sim.reply import Reply
 from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import (
@@ -133,7 +133,7 @@ def run_guard(
         "GITHUB_REPOSITORY": world.repository,
         "GITHUB_API_URL": world.api_url,
         "GITHUB_SERVER_URL": world.server_url,
-        env_name("token"): "ghs_worker_token",
+        env_name("token"): WORKER_TOKEN,
         **{env_name(k): v for k, v in child.inputs.items() if k not in {"runner", "workload"}},
         **{env_name(k): v for k, v in inputs.items()},
         "GITHUB_STEP_SUMMARY": summary,
@@ -219,7 +219,7 @@ def test_traversal_source_ref_is_refused_before_any_request(no_network):
         env_name("source-ref"): TRAVERSAL,
         env_name("source-sha"): sha,
         env_name("runner-type"): "cpu",
-        env_name("token"): "ghs_x",
+        env_name("token"): fake_token("x"),
         "GITHUB_REPOSITORY": world.repository,
         "GITHUB_RUN_ID": "1",
         "GITHUB_RUN_ATTEMPT": "1",
@@ -842,7 +842,7 @@ def test_a_coordinator_ref_that_is_no_branch_or_tag_ref_is_an_input_error(no_net
         env_name("source-ref"): SOURCE_REF,
         env_name("source-sha"): "a" * 40,
         env_name("coordinator-ref"): ref,
-        env_name("token"): "ghs_x",
+        env_name("token"): fake_token("x"),
     }
     out = io.StringIO()
     with capture_stdout(out):

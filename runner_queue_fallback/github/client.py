@@ -26,6 +26,7 @@ from pydantic import BaseModel, ValidationError
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import (
+    CancelRefused,
     Conflict,
     DeadlineExceeded,
     DispatchAmbiguous,
@@ -33,6 +34,7 @@ from runner_queue_fallback.errors import (
     GitHubError,
     NotFound,
     PermissionDenied,
+    QuotaSpent,
     RateLimited,
     ServerError,
     TransportError,
@@ -159,10 +161,12 @@ class GitHubClient:
         ServerError: 408/5xx on every attempt.
         RateLimited: still rate limited after two capped waits.
         PermissionDenied: 401, or 403 that is not a rate limit (never retried).
-        NotFound, Conflict, Unprocessable, GitHubAPIError: 404, 409 (not for cancel), 422 and
-            other statuses (never retried; the caller decides).
+        NotFound, Conflict, Unprocessable, GitHubAPIError: 404, 409 (for cancel: CancelRefused,
+            only when a fresh read shows the run not completed), 422 and other statuses
+            (never retried; the caller decides).
         DeadlineExceeded: the deadline passed before a usable reply (a late reply, or a retry
-            wait that would end past it); `last_error` says what the last attempt got.
+            wait that would end past it); `last_error` says what the last attempt got. Its
+            subclass QuotaSpent: the wait past it was for a spent primary quota's reset.
     """
 
     def __init__(
@@ -214,6 +218,9 @@ class GitHubClient:
         #: How long calls may wait out a rate limit: the sequence sets CHILD_EXISTS while it has
         #: a child to watch or clean up, and SPEC again once none is left.
         self.patience = Patience.SPEC
+        #: Called with the seconds of a wait for a spent quota's reset, before it is taken: the
+        #: sequence warns when such a wait would outlast its job (None: nobody is told).
+        self.on_quota_wait: Callable[[float], None] | None = None
 
     def __repr__(self) -> str:
         """Show where the client points, never its token."""
@@ -527,12 +534,19 @@ class GitHubClient:
     # -- cancellation ---------------------------------------------------------------------
 
     def cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
-        """Ask GitHub to cancel a run; 409 (already completed) is an outcome, not an error."""
-        return self._cancel(self._path("actions", "runs", run_id, "cancel"), deadline)
+        """Ask GitHub to cancel a run; a 409 is "already completed" only if a fresh read says so.
+
+        GitHub also answers 409 for a run stuck queued with no job; then, or when the fresh read
+        fails, CancelRefused is raised (the cleanup sends the cancel again, then force-cancels).
+        """
+        return self._cancel(run_id, "cancel", deadline)
 
     def force_cancel_run(self, run_id: int, *, deadline: float | None = None) -> CancelOutcome:
-        """Cancel a run bypassing `always()` conditions; for a run that ignores `/cancel`."""
-        return self._cancel(self._path("actions", "runs", run_id, "force-cancel"), deadline)
+        """Cancel a run bypassing `always()` conditions; for a run that ignores `/cancel`.
+
+        A 409 is read as `cancel_run` reads it.
+        """
+        return self._cancel(run_id, "force-cancel", deadline)
 
     # -- the API version (the only place it changes) ------------------------------------------
 
@@ -623,18 +637,40 @@ class GitHubClient:
 
         return self._retrying("GET", path, deadline, attempt)
 
-    def _cancel(self, path: str, deadline: float | None) -> CancelOutcome:
-        """POST a cancel or force-cancel with retries."""
+    def _cancel(self, run_id: int, how: str, deadline: float | None) -> CancelOutcome:
+        """POST a cancel or force-cancel with retries; a 409 is checked by a fresh read."""
+        path = self._path("actions", "runs", run_id, how)
+        conflicts: list[GitHubAPIError] = []
 
         def attempt(number: int) -> CancelOutcome:
             response = self._checked_send("POST", path, self._url(path, {}), number, deadline)
             if response.status_code == 202:
                 return CancelOutcome.ACCEPTED
             if response.status_code == 409:
+                conflicts.append(self._api_error("POST", path, response, attempts=number))
                 return CancelOutcome.ALREADY_COMPLETED
             raise self._api_error("POST", path, response, attempts=number)
 
-        return self._retrying("POST", path, deadline, attempt)
+        outcome = self._retrying("POST", path, deadline, attempt)
+        if conflicts:
+            self._confirm_completed(run_id, conflicts[-1], deadline)
+        return outcome
+
+    def _confirm_completed(
+        self, run_id: int, conflict: GitHubAPIError, deadline: float | None
+    ) -> None:
+        """A 409 means "already completed" only when a fresh read shows the run completed.
+
+        GitHub answers 409 to a run that never got a job too ("Cannot cancel a workflow run
+        that has not been queued yet."): reading GitHub's message would be guessing.
+        """
+        try:
+            run = self.get_run(run_id, deadline=deadline)
+        except GitHubError as exc:
+            raise CancelRefused(conflict, f"the fresh read of run {run_id} failed: {exc}") from exc
+        if run.status != "completed":
+            seen = f"a fresh read shows run {run_id} {run.status}, not completed"
+            raise CancelRefused(conflict, seen)
 
     def _retrying(
         self, method: str, path: str, deadline: float | None, attempt: Callable[[int], _T]
@@ -647,6 +683,7 @@ class GitHubClient:
             failure = state.outcome.exception() if state.outcome is not None else None
             patient = isinstance(failure, RateLimited) and patience is Patience.CHILD_EXISTS
             if patient and isinstance(failure, RateLimited) and failure.basis == "reset":
+                self._before_quota_wait(state.upcoming_sleep)
                 self.stats.quota_waited += state.upcoming_sleep
             if self._log is None:
                 return
@@ -681,13 +718,13 @@ class GitHubClient:
         """While a child exists, send nothing the spent quota can only refuse: wait for the reset.
 
         A reset past the caller's deadline cannot be waited for inside the call: it ends with
-        DeadlineExceeded, and nothing is sent.
+        QuotaSpent (a DeadlineExceeded), and nothing is sent; the caller decides whether to pause.
         """
         wait = self.quota_reset_in()
         if wait is None or self.patience is not Patience.CHILD_EXISTS:
             return
         if deadline is not None and self._clock.monotonic() + wait > deadline:
-            raise DeadlineExceeded(
+            raise QuotaSpent(
                 method,
                 path,
                 DEADLINE_WINDOW,
@@ -699,8 +736,14 @@ class GitHubClient:
                 f"API quota spent (0 of {self.stats.rate_limit or '?'} left): waiting for its reset "
                 f"at {self.reset_time()} ({wait:.0f}s) before {method} {path}"
             )
+        self._before_quota_wait(wait)
         self.stats.quota_waited += wait
         self._clock.sleep(wait)
+
+    def _before_quota_wait(self, wait: float) -> None:
+        """Tell `on_quota_wait` (the sequence) of a wait for the quota's reset before it is taken."""
+        if self.on_quota_wait is not None:
+            self.on_quota_wait(wait)
 
     def _checked_send(
         self,

@@ -207,5 +207,6 @@ class CancelOutcome(enum.Enum):
 
     #: 202: the cancellation was accepted; it completes asynchronously.
     ACCEPTED = "accepted"
-    #: 409: the run was already completed, so there was nothing to cancel.
+    #: 409, and a fresh read shows the run completed: there was nothing to cancel. A 409 for a
+    #: run that is not completed is no outcome but an error (`CancelRefused`).
     ALREADY_COMPLETED = "already-completed"

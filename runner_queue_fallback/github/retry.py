@@ -13,7 +13,8 @@ The specification's rules ("Behavior and limits"):
   waits do not use up the two retries: giving up would leave the child behind;
 - 401/403 (not a rate limit), 404, 409, 422 and other 4xx are never retried;
 - every attempt and every wait shares the caller's deadline: a wait that would end past it is
-  not taken, and `DeadlineExceeded` carries the last error instead.
+  not taken, and `DeadlineExceeded` carries the last error instead (`QuotaSpent` when the wait
+  was for a spent primary quota's reset: a waiting phase of the sequence then pauses for it).
 
 Dispatch POSTs never come here: they are sent exactly once.
 """
@@ -37,6 +38,7 @@ from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import (
     DeadlineExceeded,
     GitHubAPIError,
+    QuotaSpent,
     RateLimited,
     ServerError,
     TransportError,
@@ -44,7 +46,6 @@ from runner_queue_fallback.errors import (
 
 __all__ = [
     "DEADLINE_WINDOW",
-    "MAX_ATTEMPTS",
     "DeadlineStop",
     "Patience",
     "RateLimit",
@@ -60,9 +61,6 @@ __all__ = [
     "retry_after_seconds",
     "spec_retrying",
 ]
-
-#: One first attempt plus `timing.MAX_RETRIES` retries.
-MAX_ATTEMPTS = timing.MAX_RETRIES + 1
 
 #: How `DeadlineExceeded` names the window; the caller knows which window it was.
 DEADLINE_WINDOW = "caller's deadline window"
@@ -103,21 +101,24 @@ def classify_rate_limit(
 ) -> RateLimit | None:
     """Tell whether a reply is a rate limit, and which kind, the way githubkit does.
 
-    Only 403 and 429 are inspected. A `retry-after` header means secondary;
+    Only 403 and 429 are inspected. A readable `retry-after` header means secondary;
     `x-ratelimit-remaining: 0` means primary unless the message says "secondary rate". Beyond
-    githubkit, a 403/429 whose message says "secondary rate" without those headers, and a
-    bare 429, are secondary limits too.
+    githubkit: GitHub's primary message ("API rate limit exceeded") is primary even when the
+    headers cannot be read; a 403/429 whose message says "secondary rate", a bare 429 and an
+    unreadable `retry-after` (read as absent: the wait falls back to the reset or a back-off)
+    are secondary.
 
     Ref: https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api#exceeding-the-rate-limit
     """
     if status not in (403, 429):
         return None
     says_secondary = "secondary rate" in message.lower()
-    if "retry-after" in headers:
+    says_primary = "api rate limit exceeded" in message.lower()
+    if retry_after_seconds(headers.get("retry-after"), now) is not None:
         kind = RateLimitKind.SECONDARY
-    elif headers.get("x-ratelimit-remaining") == "0":
+    elif headers.get("x-ratelimit-remaining") == "0" or (says_primary and not says_secondary):
         kind = RateLimitKind.SECONDARY if says_secondary else RateLimitKind.PRIMARY
-    elif says_secondary or status == 429:
+    elif says_secondary or status == 429 or "retry-after" in headers:
         kind = RateLimitKind.SECONDARY
     else:
         return None
@@ -255,7 +256,7 @@ class SpecWait(wait_base):
             wait = exc.retry_after if math.isfinite(exc.retry_after) else 0.0
             if exc.basis == "backoff":
                 self.backoffs += 1
-                return float(wait * 2 ** (self.backoffs - 1))
+                return float(min(wait * 2 ** (self.backoffs - 1), timing.RESET_WAIT_MAX_SECONDS))
             return max(wait, 0.0)
         backoff = timing.TRANSIENT_BACKOFF_SECONDS
         return backoff[min(retry_state.attempt_number, len(backoff)) - 1]
@@ -275,12 +276,22 @@ class RetryBudget(stop_base):
         self.patience = patience
         self.spec_failures = 0
         self.rate_limit_waits = 0
+        #: seconds backed off for a primary limit whose reset could not be read
+        self.unknown_reset_waited = 0.0
 
     def __call__(self, retry_state: RetryCallState) -> bool:
         """Whether the retrying stops after the attempt that just failed."""
         exc = _last_exception(retry_state)
         wait = retry_state.upcoming_sleep
         if isinstance(exc, RateLimited) and self.patience is Patience.CHILD_EXISTS:
+            if (
+                _primary_without_reset(exc)
+                and self.unknown_reset_waited < timing.RESET_WAIT_MAX_SECONDS
+            ):
+                # A primary quota resets within its hour: back off until one has surely passed
+                # before counting a wait, so a child is never given up for an unreadable reset.
+                self.unknown_reset_waited += wait
+                return False
             self.rate_limit_waits += 1
             return (
                 self.rate_limit_waits > timing.PATIENT_RATE_LIMIT_WAITS
@@ -290,6 +301,11 @@ class RetryBudget(stop_base):
         if isinstance(exc, RateLimited) and wait > timing.RATE_LIMIT_WAIT_CAP_SECONDS:
             return True  # the spec caps a wait at a minute: a request sooner can only be refused
         return self.spec_failures > timing.MAX_RETRIES
+
+
+def _primary_without_reset(exc: RateLimited) -> bool:
+    """A primary limit whose reset header could not be read: its wait is a back-off."""
+    return exc.kind == RateLimitKind.PRIMARY.value and exc.basis == "backoff"
 
 
 class DeadlineStop(stop_base):
@@ -334,7 +350,8 @@ def spec_retrying(  # the call's whole policy, named
         exc = _last_exception(retry_state)
         if deadline_stop(retry_state) and not _budget_spent(budget, exc, retry_state):
             wait = retry_state.upcoming_sleep
-            raise DeadlineExceeded(
+            error = QuotaSpent if _primary_reset(exc) else DeadlineExceeded
+            raise error(
                 method,
                 path,
                 DEADLINE_WINDOW,
@@ -351,6 +368,11 @@ def spec_retrying(  # the call's whole policy, named
         before_sleep=before_sleep,
         retry_error_callback=give_up,
     )
+
+
+def _primary_reset(exc: BaseException) -> bool:
+    """A refusal by the spent primary quota, with its reset ahead: the caller may pause for it."""
+    return isinstance(exc, RateLimited) and exc.kind == "primary" and exc.basis == "reset"
 
 
 def _budget_spent(budget: RetryBudget, exc: BaseException, retry_state: RetryCallState) -> bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,7 +31,7 @@ from runner_queue_fallback.lint.model import (
     permissions_of,
     whole_minutes,
 )
-from runner_queue_fallback.plan import make_plan
+from runner_queue_fallback.plan import Plan, make_plan
 from runner_queue_fallback.profiles import Profile, parse_label
 
 __all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
@@ -170,6 +171,8 @@ def lint_coordinator(
     inputs = _validate(step, report, profiles)
     hosted = _hosted_label(step.job)
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
+    if inputs is not None:
+        _short_deadlines(step, inputs, report)
     _hosted_timeout(step, hosted, need, report)
     _permissions(step, report)
     _trust(step, report)
@@ -261,6 +264,7 @@ def _timeout(
         return need
     have = whole_minutes(text)
     if have is not None and have >= need:
+        _quota_extra(step, plan, have if hosted is None else min(have, _HOSTED_JOB_MINUTES), report)
         return need
     said = f"is {text}" if text else "is not set (360 by default)"
     report.add(
@@ -272,6 +276,90 @@ def _timeout(
         f"set `timeout-minutes: {need}` or more on job `{step.job_id}`",
     )
     return need
+
+
+def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Report) -> None:
+    """RQF203, a warning: the job's timeout also covers what a short API quota may add.
+
+    Past the minimum, a wait for quota (admission, a reset) may leave the job too little: the
+    coordinator then refuses a candidate it could not finish, or a wait with a child running
+    reaches the job's end. A lower `admission-timeout-minutes` shrinks the extra; one reset stays.
+    """
+    full = _covering(plan)
+    if have >= full:
+        return
+    settings = plan.settings
+    message = (
+        f"job `{step.job_id}` timeout-minutes {have} covers `plan`'s minimum "
+        f"{plan.timeout_minutes} but not its possible extra of {plan.quota_extra_minutes:g} min "
+        f"(admission-timeout-minutes {settings.admission_timeout_minutes} + spread, one quota "
+        "reset of 60 min): when the repository's API quota runs short, the coordinator refuses a "
+        "candidate that no longer fits in its job, and a wait with a child running may reach the "
+        "job's end, which cancels the worker"
+    )
+    if full > _HOSTED_JOB_MINUTES:
+        lower = _fitting_admission(plan, _HOSTED_JOB_MINUTES)
+        message += (
+            f"; minimum plus extra is {full} minutes, more than a GitHub-hosted coordinator may "
+            f"run ({_HOSTED_JOB_MINUTES})"
+        )
+        fix = "shorten the queues or the execution timeout"
+        if lower is not None:
+            fix = (
+                f"set `admission-timeout-minutes: '{lower}'` and `timeout-minutes: "
+                f"{_covering(plan, lower)}`"
+            )
+        fix += f", or run job `{step.job_id}` on a self-hosted runner outside the pools"
+    else:
+        lower = _fitting_admission(plan, have)
+        fix = f"set `timeout-minutes: {full}` or more on job `{step.job_id}`"
+        if lower is not None:
+            fix += f", or lower `admission-timeout-minutes` to '{lower}'"
+    report.add(step.workflow.path, _job_timeout_line(step), "RQF203", message, fix, level="warning")
+
+
+def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+    """RQF218: a queue deadline under 2 minutes is allowed, but GitHub may not be done by then.
+
+    Reported at `queue-timeout-minutes` when that sets a short deadline, else at `runners`.
+    """
+    plan = make_plan(inputs.pools)
+    if not plan.warnings:
+        return
+    level = step.literal("queue-timeout-minutes")
+    short = level is not None and _minutes(level) < timing.SHORT_QUEUE_MINUTES
+    report.add(
+        step.workflow.path,
+        step.line("queue-timeout-minutes" if short else "runners"),
+        "RQF218",
+        plan.warnings[0],
+        f"set `queue-timeout-minutes` (and any `queue-timeout-minutes` inside `runners`) to "
+        f"{timing.SHORT_QUEUE_MINUTES} or more",
+    )
+
+
+def _minutes(text: str) -> float:
+    """A literal deadline as a number (validation already passed: it is one)."""
+    try:
+        return float(text)
+    except ValueError:
+        return math.inf
+
+
+def _covering(plan: Plan, admission: int | None = None) -> int:
+    """The timeout-minutes that covers `plan`'s minimum and its possible extra."""
+    if admission is not None:
+        changed = plan.settings.model_copy(update={"admission_timeout_minutes": admission})
+        plan = make_plan(changed)
+    return plan.timeout_minutes + math.ceil(plan.quota_extra_minutes)
+
+
+def _fitting_admission(plan: Plan, limit: int) -> int | None:
+    """The largest admission-timeout-minutes below the current one with which `limit` covers all."""
+    for admission in range(plan.settings.admission_timeout_minutes - 1, -1, -1):
+        if _covering(plan, admission) <= limit:
+            return admission
+    return None
 
 
 def _runs_on(job: Node) -> tuple[list[str], Node | None]:

@@ -147,6 +147,11 @@ _RULES = (
         "warning",
         "coordinator: on a GitHub-hosted runner, job `timeout-minutes` is at most 360",
     ),
+    Rule(
+        "RQF218",
+        "warning",
+        "coordinator: every queue deadline is at least 2 minutes (GitHub's broker and re-queue)",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
         "RQF302",

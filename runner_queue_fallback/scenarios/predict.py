@@ -4,8 +4,9 @@
 change a scenario's pools or workload (or there is no scenario, only flags), the expectation and
 the one-line story are recomputed here from the pools' busy spans, the candidates' deadlines and
 the workload. A world whose outcome hinges on a few seconds (a pool freed right at a deadline, a
-workload ending right at its timeout), or that has faults, events or several coordinators, is
-not predicted: `Unpredictable` says which flag to change.
+workload ending right at its timeout), or that has faults, events, several coordinators or
+GitHub's own surprises (`Platform`: re-queues, runs without a job, a cancel that does not take),
+is not predicted: `Unpredictable` says which flag to change.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from runner_queue_fallback.profiles import Candidate
 from runner_queue_fallback.scenarios import Expectation
+from runner_queue_fallback.sim.model import DEFAULT_PLATFORM
 from runner_queue_fallback.sim.scenario import PoolSpec, Scenario
 
 __all__ = ["Prediction", "Unpredictable", "predict"]
@@ -73,6 +75,11 @@ def predict(world: Scenario, candidates: Sequence[Candidate], execution_minutes:
     """The expectation for one coordinator with `candidates` in `world` (or Unpredictable)."""
     if world.faults or world.events:
         raise Unpredictable("its world has faults or repository events")
+    if world.platform != DEFAULT_PLATFORM:
+        raise Unpredictable(
+            "its world re-queues jobs, never gives a run its job, or ignores a cancel (its "
+            "`platform`); run it without flags"
+        )
     story: list[str] = []
     start = 0.0
     for number, candidate in enumerate(candidates, start=1):

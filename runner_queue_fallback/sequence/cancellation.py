@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
+from runner_queue_fallback.cleanup import CancelRequests
 from runner_queue_fallback.errors import TRANSIENT_ERRORS, SequenceError
 from runner_queue_fallback.observe import Observation
 from runner_queue_fallback.sequence.context import Sequence
@@ -18,23 +19,22 @@ __all__ = ["cancel_and_prove"]
 
 
 def cancel_and_prove(seq: Sequence, attempt: Attempt, deadline: float) -> None:
-    """Cancel and confirm, within one 2-minute window, that run and job ended with no runner."""
+    """Cancel and confirm, within one 2-minute window, that run and job ended with no runner.
+
+    A cancel GitHub answers 409 while the run is not completed is sent once more at the next
+    poll, then force-cancelled (`CancelRequests`); so is one that GitHub accepted but that has not
+    taken by half the window (GitHub has been seen to leave a queued run queued after a 202).
+    """
     assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
     attempt.queue_left_at = seq.clock.monotonic()
     attempt.outcome = "cancelling after queue timeout"
-    outcome = seq.client.cancel_run(attempt.run_id, deadline=deadline)
-    seq.report.log(f"Cancel requested for child {attempt.run_id}: {outcome.value}")
+    cancels = CancelRequests(seq.client, attempt.run_id, deadline, seq.report.log)
+    cancels.send()
     last: Observation | None = None
     last_error = ""
-    forced = False
     while True:
         if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
-            seen = last.describe() if last else "no reply within the window"
-            error = f"; last request error: {last_error}" if last_error else ""
-            raise SequenceError(
-                f"cancellation of child {attempt.run_id} was not confirmed within 2 minutes; last "
-                f"observation: {seen}{error}. No other pool is tried"
-            )
+            raise _unconfirmed(attempt, last, last_error, cancels)
         seq.clock.sleep(timing.CANCEL_POLL_SECONDS)
         try:
             last = seq.observe(attempt, deadline)
@@ -61,13 +61,41 @@ def cancel_and_prove(seq: Sequence, attempt: Attempt, deadline: float) -> None:
             continue
         if last.finished:
             raise SequenceError(f"child {attempt.run_id} ended unexpectedly: {last.describe()}")
-        if not forced and last.run.status != "completed" and _past_half(seq, deadline):
-            forced = True
+        last_error = _press(seq, attempt, cancels, last, deadline) or last_error
+
+
+def _press(
+    seq: Sequence, attempt: Attempt, cancels: CancelRequests, last: Observation, deadline: float
+) -> str:
+    """The next cancel request, if any: force-cancel at half-window, or a refused one again.
+
+    Returns the error of a request that failed for a transient reason ("" otherwise).
+    """
+    if last.run.status == "completed":
+        return ""
+    try:
+        if not cancels.forced and _past_half(seq, deadline):
             seq.report.log(f"Child {attempt.run_id} still not cancelled: sending force-cancel")
-            try:
-                seq.client.force_cancel_run(attempt.run_id, deadline=deadline)
-            except TRANSIENT_ERRORS as exc:
-                last_error = str(exc)
+            cancels.send(force=True)
+        else:
+            cancels.follow_up()  # a refused cancel: once more, then a force-cancel
+    except TRANSIENT_ERRORS as exc:
+        return str(exc)
+    return ""
+
+
+def _unconfirmed(
+    attempt: Attempt, last: Observation | None, last_error: str, cancels: CancelRequests
+) -> SequenceError:
+    """The window closed without proof: the last observation, the last error, GitHub's refusal."""
+    seen = last.describe() if last else "no reply within the window"
+    error = f"; last request error: {last_error}" if last_error else ""
+    if cancels.refused is not None:
+        error += f"; GitHub refused the cancel: {cancels.refused.reply}"
+    return SequenceError(
+        f"cancellation of child {attempt.run_id} was not confirmed within 2 minutes; last "
+        f"observation: {seen}{error}. No other pool is tried"
+    )
 
 
 def _past_half(seq: Sequence, deadline: float) -> bool:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.cleanup import RunNameSearch, observe_run
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import SequenceError
+from runner_queue_fallback.errors import QuotaSpent, SequenceError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
@@ -21,6 +24,8 @@ from runner_queue_fallback.observe import (
 from runner_queue_fallback.report import Reporter
 
 __all__ = ["Sequence", "minutes", "seconds"]
+
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -53,6 +58,20 @@ class Sequence:
     relist_at: float | None = None
     #: runs bearing our request id besides the active child, which cleanup cancels and confirms
     others: list[int] = field(default_factory=list)
+    #: the `clock.monotonic()` time at which the runner cancels the coordinator's job (None:
+    #: unknown), read at the start of the sequence (`sequence/job_time.py`)
+    job_ends_at: float | None = None
+    #: what ends the job then, for messages: "timeout-minutes 90 of job `check`"
+    job_end_text: str = ""
+    #: the client's `quota_waited` when the active attempt was dispatched (a quota pause since
+    #: then delayed the first sighting of its job: the queue clock starts at its `created_at`)
+    waited_at_dispatch: float = 0.0
+    #: the reset already warned of as outlasting the job (one warning a reset)
+    _warned_reset: float | None = None
+
+    def __post_init__(self) -> None:
+        """Every wait for a spent quota, the client's own included, is checked against the job."""
+        self.client.on_quota_wait = self.before_quota_wait
 
     @property
     def active(self) -> int | None:
@@ -131,12 +150,29 @@ class Sequence:
             attempt.job_url = job.html_url or f"{attempt.run_url}/job/{job.id}"
             self.report.save_state("child-job-url", attempt.job_url)  # the post step's link
         if attempt.queued_at is None and not observation.has_evidence and job is not None:
-            attempt.queued_at = self.clock.monotonic()
+            attempt.queued_at = self._queued_since(attempt, observation)
             attempt.outcome = "queued"
+            late = self.clock.monotonic() - attempt.queued_at
+            since = f", {seconds(late)} ago (its created_at)" if late >= 1.0 else ""
             self.report.log(
-                f"Worker job of child {attempt.run_id} is queued: the queue clock starts "
+                f"Worker job of child {attempt.run_id} is queued: the queue clock starts{since} "
                 f"({minutes(attempt.candidate.queue_seconds)} to acquire a runner)"
             )
+
+    def _queued_since(self, attempt: Attempt, observation: Observation) -> float:
+        """When the queue clock starts: now, or the job's `created_at` if a quota pause delayed us.
+
+        The first read would have seen the job queued when it was created. GitHub writes whole
+        seconds: the later end is taken, so that the deadline never comes early.
+        """
+        now = self.clock.monotonic()
+        job = observation.job
+        delayed = self.client.stats.quota_waited > self.waited_at_dispatch
+        if not delayed or job is None or job.created_at is None:
+            return now
+        ago = (self.clock.now() - job.created_at).total_seconds() - 1.0
+        floor = attempt.dispatched_at if attempt.dispatched_at is not None else now
+        return min(now, max(floor, now - ago))
 
     def check_source(self) -> None:
         """The source ref still points at the approved SHA."""
@@ -162,6 +198,109 @@ class Sequence:
         if not (allocated and self.inputs.source_policy == "pinned-after-start"):
             self.check_source()
         self.check_parent_still_active()
+
+    def checked(
+        self, attempt: Attempt, observation: Observation, *, allocated: bool
+    ) -> Observation:
+        """`poll_checks`; after a wait for the quota's reset inside them, the child read afresh.
+
+        The read before the checks is then up to an hour old: what the sequence decides next
+        (a deadline, a result) rests on a read made after the reset.
+        """
+        mark = self.client.stats.quota_waited
+        self.poll_checks(allocated=allocated)
+        if self.client.stats.quota_waited == mark:
+            return observation
+        self.report.log(f"Reading child {attempt.run_id} again after the quota's reset")
+        return self.observe(attempt)
+
+    # -- a spent quota while a child exists or may exist -----------------------------------------
+
+    def paused_window(self, end: float, mark: float | None = None) -> Callable[[], float]:
+        """A window ending at `end`, whose end moves on by every wait for the quota's reset.
+
+        `mark`: the client's `quota_waited` when the window opened (default: now). The startup
+        window and the search by run-name count only the time the quota let them read.
+        """
+        start = self.client.stats.quota_waited if mark is None else mark
+        return lambda: end + self.client.stats.quota_waited - start
+
+    def startup_window(self, attempt: Attempt) -> Callable[[], float]:
+        """The end of the attempt's 2-minute startup window, paused by every quota wait since.
+
+        One window from the dispatch, shared by the search by run-name and the startup checks.
+        """
+        assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
+        end = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+        return self.paused_window(end, self.waited_at_dispatch)
+
+    def through_quota(self, read: Callable[[], _T], paused: Callable[[], str]) -> _T:
+        """`read()`; each time the spent quota stops it, wait for the reset and read again at once.
+
+        `paused()` names what pauses, for the log line (see `wait_out_quota`).
+        """
+        while True:
+            try:
+                return read()
+            except QuotaSpent:
+                if not self.wait_out_quota(paused()):
+                    raise  # no reset ahead to wait for: the caller's window decides
+
+    def wait_out_quota(self, paused: str) -> float:
+        """A waiting phase met the spent quota: send nothing until its reset; the seconds waited.
+
+        `paused` names what pauses (`the startup window of child 5 (80s of it left)`). At the
+        reset the phase goes on from a fresh read, judged by its usual rules.
+        """
+        wait = self.client.quota_reset_in()
+        if wait is None:  # the reset is already past: the next read may go at once
+            return 0.0
+        self.report.log(
+            f"The API quota is spent until its reset at {self.client.reset_time()}: {paused} "
+            f"pauses for {seconds(wait)}; nothing is sent before the reset, then a fresh read of "
+            "the child decides"
+        )
+        self.sleep_through_quota(wait)
+        return wait
+
+    def sleep_through_quota(self, wait: float) -> None:
+        """Wait `wait` seconds for the quota's reset (counted as such), warned of if need be."""
+        self.before_quota_wait(wait)
+        self.client.stats.quota_waited += wait
+        self.clock.sleep(wait)
+
+    def before_quota_wait(self, wait: float) -> None:
+        """A quota wait with a child present that would reach the job's end is warned of first.
+
+        The runner cancels the job at its end, and the cancellation cancels the child: the
+        warning names the child and its link while there is still time to look.
+        """
+        ends, child = self.job_ends_at, self._child_text()
+        if ends is None or child is None:
+            return
+        left = ends - self.clock.monotonic()
+        reset = self.client.stats.rate_reset
+        if wait < left or (reset is not None and reset == self._warned_reset):
+            return
+        self._warned_reset = reset
+        self.report.warning(
+            f"the API quota is spent until its reset at {self.client.reset_time()} "
+            f"({seconds(wait)} from now), but this job reaches its end "
+            f"({self.job_end_text or 'its timeout-minutes'}) in {seconds(max(0.0, left))}: the "
+            f"runner will cancel the job during the wait, and with it {child}. Check that run",
+            title="Job ends during a quota wait",
+        )
+
+    def _child_text(self) -> str | None:
+        """The child a quota wait leaves waiting: its run id and link, or its run-name."""
+        attempt = next((a for a in self.result.attempts if a.run_id == self._active), None)
+        if self._active is not None:
+            link = f" ({attempt.run_url})" if attempt is not None and attempt.run_url else ""
+            return f"child run {self._active}{link}"
+        if self.in_flight is not None:
+            name = self.in_flight.request_id
+            return f"the child dispatched as {name} (its reply was lost: look for run-name {name})"
+        return None
 
 
 def seconds(value: float) -> str:

@@ -13,11 +13,14 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import REFUSED, Attempt
 from runner_queue_fallback.cleanup import RunNameSearch
 from runner_queue_fallback.errors import (
+    DeadlineExceeded,
     DispatchAmbiguous,
     GitHubAPIError,
     GitHubError,
+    QuotaSpent,
     SequenceError,
 )
+from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.observe import Expected
 from runner_queue_fallback.sequence import run_name
 from runner_queue_fallback.sequence.context import Sequence
@@ -59,6 +62,7 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
     seq.report.save_state("dispatched-at", seq.clock.now().isoformat())
     seq.report.save_state("api-version", seq.client.version)  # the post step speaks the same
     attempt.dispatched_at = seq.clock.monotonic()
+    seq.waited_at_dispatch = seq.client.stats.quota_waited
     seq.in_flight = attempt
     try:
         reply = seq.client.dispatch_workflow(seq.inputs.workflow, seq.inputs.workflow_ref, inputs)
@@ -101,7 +105,11 @@ def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
         return
     search = run_name.named_search(seq, attempt)
     while True:
-        _sweep(seq, attempt, search, deadline, cancel_now=False)  # the cleanup comes next
+        try:
+            _sweep(seq, attempt, search, deadline, cancel_now=False)  # the cleanup comes next
+        except DeadlineExceeded as exc:  # a quota or a rate limit asks for more than the grace:
+            seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+            break  # the signal's grace keeps its limit, and a refused listing is not re-sent
         if search.found:
             break
         # The grace is short: wait half of what is left, so one more look and its reply fit.
@@ -130,7 +138,11 @@ def _sweep(
     """
     try:
         new = search.look(deadline)
+    except QuotaSpent:
+        raise  # the caller decides whether to pause for the reset
     except GitHubError as exc:
+        if isinstance(exc, DeadlineExceeded) and not cancel_now:
+            raise  # the signal's grace: a wait beyond what is left of it ends the search
         seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
         return
     if cancel_now:
@@ -170,13 +182,20 @@ def _recover_lost_dispatch(seq: Sequence, attempt: Attempt) -> NoReturn:
     """Find every run by its unique run-name, cancel them, and stop: never re-dispatch.
 
     The listing goes on to the end of the startup window, each run cancelled as it is listed.
+    A run may exist: a spent quota pauses the window (nothing is sent before the reset), which
+    then goes on for the time it had left.
     """
     assert attempt.dispatched_at is not None  # noqa: S101  # set just before dispatch
-    deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+    seq.client.patience = Patience.CHILD_EXISTS  # a run may exist: never abandoned to the quota
+    window = seq.startup_window(attempt)
     search = run_name.named_search(seq, attempt)
-    while seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= deadline:
+    while seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= window():
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
-        _sweep(seq, attempt, search, deadline, cancel_now=True)
+        # A listing the spent quota stopped is sent again at its reset.
+        seq.through_quota(
+            lambda: _sweep(seq, attempt, search, window(), cancel_now=True),
+            lambda: run_name.search_paused(seq, attempt, window()),
+        )
     if search.found:
         raise SequenceError(
             f"the dispatch reply was lost; {_named(search)}; no other pool is tried"

@@ -3,6 +3,12 @@
 "Once runner allocation or step execution is observed, fallback is disabled." "Poll once per
 minute while ... executing." "No skipped, missing, cancelled or unsuccessful required job can
 produce a successful coordinator."
+
+GitHub re-queues a job whose assigned runner does not pick it up within 60 s (its docs, "Routing
+precedence for self-hosted runners"); the runner may have been seen on the job. The rule stands:
+a runner once seen means no fallback. The re-queue is said in the log and the summary, and the
+job is followed like any allocated child, its execution timeout still counted from the first
+allocation seen.
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ from runner_queue_fallback.errors import TRANSIENT_ERRORS, SequenceError
 from runner_queue_fallback.observe import Observation
 from runner_queue_fallback.sequence.context import Sequence, seconds
 
-__all__ = ["execution_timeout", "judge", "start_execution", "wait_for_result"]
+__all__ = ["execution_timeout", "judge", "note_runner", "start_execution", "wait_for_result"]
 
 
 def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -> float:
@@ -33,11 +39,43 @@ def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -
     if attempt.allocated_at is None and observation.has_evidence:  # a child may end runnerless
         attempt.allocated_at = started
     if observation.has_evidence:
+        attempt.runner_name = _runner_of(observation)
+        named = f" ({attempt.runner_name})" if attempt.runner_name else ""
         seq.report.log(
-            f"Runner allocated to child {attempt.run_id} {seconds(now - started)} ago: fallback "
-            "is now disabled"
+            f"Runner allocated to child {attempt.run_id}{named} {seconds(now - started)} ago: "
+            "fallback is now disabled"
         )
     return started + seq.inputs.pools.execution_timeout_minutes * 60
+
+
+def note_runner(seq: Sequence, attempt: Attempt, observation: Observation, left: float) -> None:
+    """Keep the runner on the job; one gone from a job still queued was GitHub's re-queue.
+
+    `left`: the seconds to the execution timeout, which the re-queue does not restart.
+    """
+    job = observation.job
+    if job is None or observation.finished:
+        return
+    runner = _runner_of(observation)
+    gone = attempt.runner_name
+    if runner is None and gone is not None and job.status == "queued":
+        attempt.requeued_from.append(gone)
+        seq.report.log(
+            f"Worker job of child {attempt.run_id} was assigned to runner {gone} and re-queued by "
+            "GitHub (the runner did not pick it up; no step had started). A runner was seen, so "
+            f"candidate {attempt.number} can no longer fall back: the job is followed to its "
+            f"result or the execution timeout, {seconds(max(0.0, left))} from now (counted from "
+            "the first allocation seen)"
+        )
+    attempt.runner_name = runner
+
+
+def _runner_of(observation: Observation) -> str | None:
+    """The runner the worker job shows (its name, else its id), or None."""
+    job = observation.job
+    if job is None or not job.has_runner:
+        return None
+    return job.runner_name or str(job.runner_id)
 
 
 def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now: float) -> float:
@@ -82,8 +120,9 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
         )
         seq.clock.sleep(wait)
         observation = seq.observe(attempt)
+        note_runner(seq, attempt, observation, deadline - seq.clock.monotonic())
         if not observation.finished:  # a finished worker is judged on its own result
-            seq.poll_checks(allocated=True)
+            observation = seq.checked(attempt, observation, allocated=True)
     if observation.conclusion_pending and not settled:  # a null conclusion is no verdict yet
         observation = _settle(seq, attempt, observation)
     judge(seq, attempt, observation)
@@ -123,18 +162,22 @@ def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
 def _settle(seq: Sequence, attempt: Attempt, observation: Observation) -> Observation:
     """Poll every 5 s, within one 2-minute window, until run and job report their conclusion.
 
-    Both must say completed, with a conclusion that is not null.
+    Both must say completed, with a conclusion that is not null. A wait for a spent quota's
+    reset pauses the window.
     """
-    deadline = seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
+    window = seq.paused_window(seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS)
     while not observation.finished or observation.conclusion_pending:
-        if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
+        if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > window():
             break
         seq.report.log(
             f"Child {attempt.run_id} {observation.describe()}: waiting for the lagging report"
         )
         seq.clock.sleep(timing.CANCEL_POLL_SECONDS)
-        try:
-            observation = seq.observe(attempt, deadline)
+        try:  # the child may still be running: a read the quota stopped is sent at its reset
+            observation = seq.through_quota(
+                lambda: seq.observe(attempt, window()),
+                lambda: f"the wait for child {attempt.run_id}'s result",
+            )
         except TRANSIENT_ERRORS as exc:
             seq.report.log(f"Completion check failed: {exc}")
     return observation

@@ -53,7 +53,7 @@ def wait_in_queue(seq: Sequence, attempt: Attempt, observation: Observation) -> 
         observation = seq.observe(attempt)
         moved = observation.has_evidence or observation.finished
         if moved or seq.clock.monotonic() - checked >= timing.QUEUE_CHECKS_SECONDS:
-            seq.poll_checks(allocated=observation.has_evidence)
+            observation = seq.checked(attempt, observation, allocated=observation.has_evidence)
             checked = seq.clock.monotonic()
     return observation
 
@@ -71,14 +71,22 @@ def wait_for_reset(seq: Sequence, attempt: Attempt) -> None:
         f"Queue deadline reached for child {attempt.run_id}, but the API quota is spent until its "
         f"reset at {seq.client.reset_time()}: the fresh read and the cancel wait {seconds(wait)}"
     )
-    seq.client.stats.quota_waited += wait
-    seq.clock.sleep(wait)
+    seq.sleep_through_quota(wait)
 
 
-def read_at_deadline(seq: Sequence, attempt: Attempt, window: float) -> Observation:
-    """The fresh read before cancelling; it shares the cancellation window's deadline."""
+def read_at_deadline(seq: Sequence, attempt: Attempt) -> tuple[Observation, float]:
+    """The fresh read before cancelling, and the cancellation window's deadline it shares.
+
+    A read the spent quota stops is sent again at the reset, with a new window: the cancel
+    must not rest on a read from before an hour's wait.
+    """
     seq.report.log(
         f"Queue deadline of {minutes(attempt.candidate.queue_seconds)} reached for child "
         f"{attempt.run_id}: fresh read before cancelling"
     )
-    return seq.observe(attempt, window)
+
+    def read() -> tuple[Observation, float]:
+        window = seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
+        return seq.observe(attempt, window), window
+
+    return seq.through_quota(read, lambda: f"the fresh read of child {attempt.run_id}")

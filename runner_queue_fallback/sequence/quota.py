@@ -8,7 +8,9 @@ dispatched: the sequence waits until the reset plus a random spread (so coordina
 together do not all wake together). `admission-timeout-minutes` bounds the waits of the whole
 sequence: a reset beyond what is left of it fails the sequence at once, with no child (the
 spread, at most `timing.ADMISSION_SPREAD_SECONDS`, may run past it). No child exists during
-this wait, so it is always safe.
+this wait, so it is always safe for a child; for the job it is not: a wait after which the candidate
+could not run its course before the coordinator's job ends fails at once too (`job_time.py`), and
+the spread is cut to what the job leaves.
 
 Admission only lowers the odds of exhausting the quota (many coordinators read the same
 `remaining`); once a child exists, the client waits out a spent quota instead (`Patience`).
@@ -16,10 +18,13 @@ Admission only lowers the odds of exhausting the quota (many coordinators read t
 
 from __future__ import annotations
 
+import math
+
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
 from runner_queue_fallback.errors import NotFound, SequenceError
 from runner_queue_fallback.github.retry import RESET_MARGIN_SECONDS
+from runner_queue_fallback.sequence import job_time
 from runner_queue_fallback.sequence.context import Sequence, seconds
 
 __all__ = ["CANDIDATE_COST_REQUESTS", "RESERVE_REQUESTS", "admit"]
@@ -56,7 +61,8 @@ def admit(seq: Sequence, attempt: Attempt) -> None:
                 "child was dispatched. Run fewer coordinators at once (strategy.max-parallel) or "
                 "raise admission-timeout-minutes"
             )
-        spread = seq.rng.uniform(0.0, timing.ADMISSION_SPREAD_SECONDS)
+        room = _room_after(seq, attempt, reset_in, quota)
+        spread = min(seq.rng.uniform(0.0, timing.ADMISSION_SPREAD_SECONDS), room)
         wait = reset_in + spread  # the spread may run past the budget: it is at most 5 minutes
         seq.report.warning(
             f"{quota}; candidate {attempt.number} needs {RESERVE_REQUESTS}. No child is "
@@ -66,6 +72,22 @@ def admit(seq: Sequence, attempt: Attempt) -> None:
         )
         seq.result.admission_waited += wait
         seq.clock.sleep(wait)
+
+
+def _room_after(seq: Sequence, attempt: Attempt, reset_in: float, quota: str) -> float:
+    """What the job leaves the candidate after waiting `reset_in`; below nothing, fail now."""
+    found = job_time.fit(seq, attempt, reset_in)
+    if found is None:
+        return math.inf
+    if found.room < 0:
+        raise job_time.refusal(
+            seq,
+            attempt,
+            found,
+            f"API quota too low to dispatch candidate {attempt.number} ({quota}); waiting "
+            f"{seconds(reset_in)} for its reset would leave the coordinator job",
+        )
+    return found.room
 
 
 def _remaining(seq: Sequence) -> int | None:

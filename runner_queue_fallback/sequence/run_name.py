@@ -17,11 +17,19 @@ from datetime import datetime, timedelta
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
 from runner_queue_fallback.cleanup import RunNameSearch
-from runner_queue_fallback.errors import TRANSIENT_ERRORS, GitHubError, SequenceError
+from runner_queue_fallback.errors import TRANSIENT_ERRORS, GitHubError, QuotaSpent, SequenceError
 from runner_queue_fallback.github.models import WorkflowRun
-from runner_queue_fallback.sequence.context import Sequence
+from runner_queue_fallback.github.retry import Patience
+from runner_queue_fallback.sequence.context import Sequence, seconds
 
-__all__ = ["CLOCK_SKEW_SECONDS", "dispatch_time", "find_dispatched_run", "named_search", "relist"]
+__all__ = [
+    "CLOCK_SKEW_SECONDS",
+    "dispatch_time",
+    "find_dispatched_run",
+    "named_search",
+    "relist",
+    "search_paused",
+]
 
 #: Runs are searched from the dispatch time minus this margin: the runner's clock and GitHub's
 #: `created_at` may disagree (the same margin as the lost-reply search and the post step).
@@ -51,7 +59,8 @@ def find_dispatched_run(seq: Sequence, attempt: Attempt) -> None:
     error; the attempt stays in flight, so the post step looks for it again.
     """
     assert attempt.dispatched_at is not None  # noqa: S101  # set just before the dispatch
-    deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+    seq.client.patience = Patience.CHILD_EXISTS  # the run exists: never abandoned to the quota
+    window = seq.startup_window(attempt)
     search = named_search(seq, attempt)
     seq.report.log(
         f"Dispatch of {attempt.request_id} accepted without its run id (API version "
@@ -61,7 +70,14 @@ def find_dispatched_run(seq: Sequence, attempt: Attempt) -> None:
     searches = 0
     while True:
         searches += 1
-        run = _search(seq, attempt, search, deadline)
+        try:  # a search the spent quota stopped is sent again at its reset
+            run = seq.through_quota(
+                lambda: _search(seq, attempt, search, window()),
+                lambda: search_paused(seq, attempt, window()),
+            )
+        except QuotaSpent as exc:
+            seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+            run = None
         if run is not None:
             attempt.found_by_run_name = True
             seq.set_active(attempt, run.id, run.html_url, by_name=True)
@@ -71,7 +87,7 @@ def find_dispatched_run(seq: Sequence, attempt: Attempt) -> None:
                 f"Found run {run.id} named {attempt.request_id} after {searches} search(es)"
             )
             return
-        if seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
+        if seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS > window():
             break
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
     attempt.outcome = "dispatch accepted, run not found"
@@ -82,6 +98,12 @@ def find_dispatched_run(seq: Sequence, attempt: Attempt) -> None:
         f"tried. If a run named {attempt.request_id} appears later, cancel it (the post step "
         "looks for it again)"
     )
+
+
+def search_paused(seq: Sequence, attempt: Attempt, deadline: float) -> str:
+    """What a spent quota pauses while the run is looked for by its run-name, for a log line."""
+    left = seconds(max(0.0, deadline - seq.clock.monotonic()))
+    return f"the search for run-name {attempt.request_id} ({left} of its window left)"
 
 
 def relist(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
@@ -139,6 +161,8 @@ def _search(
     name = attempt.request_id
     try:
         search.look(deadline)
+    except QuotaSpent:
+        raise  # the caller pauses for the reset
     except TRANSIENT_ERRORS as exc:
         seq.report.log(f"Looking for run-name {name}: {exc}")
         return None

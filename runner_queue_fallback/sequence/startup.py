@@ -8,13 +8,15 @@ only during startup."
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
 from runner_queue_fallback.cleanup import observe_run
 from runner_queue_fallback.errors import TRANSIENT_ERRORS, NotFound, SequenceError
 from runner_queue_fallback.observe import WORKER_JOB, Observation, job_mismatches
 from runner_queue_fallback.sequence import run_name
-from runner_queue_fallback.sequence.context import Sequence
+from runner_queue_fallback.sequence.context import Sequence, seconds
 
 __all__ = ["wait_for_startup"]
 
@@ -31,24 +33,32 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
     A child found by its run-name is listed once more at the next poll (`run_name.relist`); an
     earlier run found then replaces it, and its identity is checked here in turn. When the child
     is ready before that poll, the window waits for it (up to 5 s).
+
+    A spent API quota pauses the window: nothing is sent before the reset, and the window then
+    goes on for the time it had left, from a fresh read judged by the same rules (a runner seen
+    then is an allocation; a finished child is judged as a result; a queued job's clock starts
+    at its `created_at`).
     """
     assert attempt.run_id is not None  # noqa: S101  # set by dispatch
     assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
     assert seq.expected is not None  # noqa: S101  # set by dispatch
-    deadline = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
+    # The window counts the time the quota let it read: a wait for the reset pauses it.
+    window = seq.startup_window(attempt)
     if not attempt.found_by_run_name:  # the search by run-name already waited the first 15 s
         seq.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
     last = "not checked yet"
     title_seen = runner_seen = False
+    run_read = job_seen = False  # a zombie run: read, and never a job
     while True:
         due = seq.relist_at is not None and seq.clock.monotonic() >= seq.relist_at
         if due and run_name.relist(seq, attempt, runner_seen=runner_seen):
             title_seen = False  # a new child: its run-name is seen afresh
         try:
-            observation = observe_run(seq.client, attempt.run_id, deadline, clock=seq.clock)
+            observation = _read(seq, attempt, window)
         except (NotFound, *TRANSIENT_ERRORS) as exc:  # 404 is tolerated only here
             last = str(exc)
         else:
+            run_read, job_seen = True, job_seen or bool(observation.jobs)
             title_seen = _check_filled_in(seq, observation, title_seen=title_seen)
             runner_seen = runner_seen or observation.has_evidence
             pending = seq.expected.pending_fields(observation.run)
@@ -61,12 +71,32 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
             if not observation.jobs:
                 pending.append(f"jobs: expected one job named {WORKER_JOB!r}, observed none yet")
             last = f"not filled in yet: {'; '.join(pending)} ({observation.describe()})"
-        if seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
+        if seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS > window():
+            never = (
+                "; GitHub never created its worker job (a run can stay queued with no job; "
+                "no other pool is tried)"
+                if run_read and not job_seen
+                else ""
+            )
             raise SequenceError(
                 f"child run {attempt.run_id} did not show its identity and worker job within "
-                f"the 2-minute startup window; last: {last}"
+                f"the 2-minute startup window; last: {last}{never}"
             )
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
+
+
+def _read(seq: Sequence, attempt: Attempt, window: Callable[[], float]) -> Observation:
+    """One read of the child; a spent quota pauses the window, and the read is sent at the reset."""
+    run_id = attempt.run_id
+    assert run_id is not None  # noqa: S101  # set by dispatch
+
+    def paused() -> str:
+        left = seconds(max(0.0, window() - seq.clock.monotonic()))
+        return f"the startup window of child {run_id} ({left} of it left)"
+
+    return seq.through_quota(
+        lambda: observe_run(seq.client, run_id, window(), clock=seq.clock), paused
+    )
 
 
 def _replaced_at_next_poll(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:

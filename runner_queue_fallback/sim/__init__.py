@@ -15,8 +15,10 @@ from runner_queue_fallback.sim.faults import FAULT_KINDS, Fault, FaultKind, Faul
 from runner_queue_fallback.sim.limits import SecondaryLimits, SecondaryMeter
 from runner_queue_fallback.sim.model import (
     DEFAULT_TIMINGS,
+    CancelRequest,
     FakeJob,
     FakeRun,
+    Platform,
     Pool,
     PoolKey,
     RunHistory,
@@ -34,6 +36,7 @@ __all__ = [
     "CHILD_INPUTS",
     "DEFAULT_TIMINGS",
     "FAULT_KINDS",
+    "CancelRequest",
     "DispatchRefused",
     "ETagPolicy",
     "Event",
@@ -46,6 +49,7 @@ __all__ = [
     "LedgerEntry",
     "LoopbackServer",
     "ParentSpec",
+    "Platform",
     "Pool",
     "PoolKey",
     "PoolSpec",

@@ -15,14 +15,18 @@ from dataclasses import dataclass, field
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.sim.hooks import HookRunner, WorkerContext, WorkerHook
 from runner_queue_fallback.sim.model import (
+    DEFAULT_PLATFORM,
     DEFAULT_TIMINGS,
     STEP_GUARD,
     STEP_SETUP,
     STEP_WORKLOAD,
+    WORKER_TOKEN,
+    CancelRequest,
     EventQueue,
     FakeJob,
     FakeRun,
     FakeStep,
+    Platform,
     Pool,
     PoolKey,
     RunHistory,
@@ -49,6 +53,9 @@ class DispatchRefused:
 class _Counters:
     run_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(9_000_000_001))
     job_ids: itertools.count[int] = field(default_factory=lambda: itertools.count(25_000_000_001))
+    parent_job_ids: itertools.count[int] = field(
+        default_factory=lambda: itertools.count(24_000_000_001)
+    )
     run_numbers: dict[str, int] = field(default_factory=dict)
 
 
@@ -65,15 +72,17 @@ class ActionsModel(RepoContent, HookRunner):
         timings: Timings = DEFAULT_TIMINGS,
         workload: Workload | None = None,
         on_worker_start: WorkerHook | None = None,
-        worker_token: str = "ghs_worker_token",  # noqa: S107 (a fake token the guard is handed)
+        worker_token: str = WORKER_TOKEN,
         default_branch: str = "main",
         unassigned_runner_as_zero: bool = False,
+        platform: Platform = DEFAULT_PLATFORM,
     ) -> None:
         """Build an empty repository with `default_branch` at one commit and no workflows.
 
         `unassigned_runner_as_zero`: a job cancelled before it ever got a runner shows
         `runner_id: 0`, `runner_name: ""` and empty `steps` once completed, as GitHub has been
-        seen to answer, instead of nulls.
+        seen to answer, instead of nulls. `platform`: what GitHub does beyond that (re-queues,
+        runs that never get a job, a cancel that does not take; `Platform`).
         """
         self.clock = clock
         self.repository = repository
@@ -82,6 +91,8 @@ class ActionsModel(RepoContent, HookRunner):
         self.timings = timings
         self.workload = workload or Workload()
         self.unassigned_runner_as_zero = unassigned_runner_as_zero
+        self.platform = platform
+        self.children_made = 0  # children dispatched so far (names the zombies)
         self.runs: dict[int, FakeRun] = {}
         self.pools: dict[PoolKey, Pool] = {}
         self.history: dict[int, RunHistory] = {}
@@ -132,8 +143,15 @@ class ActionsModel(RepoContent, HookRunner):
         visible_after: float = 0.0,
         *,
         workflow: str = "runner-check.yml",
+        job: str = "runner-check",
+        runner_name: str | None = None,
+        job_started: float | None = None,
     ) -> FakeRun:
-        """Add the coordinator's own run, visible (200) from `visible_after` virtual seconds."""
+        """Add the coordinator's own run, visible (200) from `visible_after` virtual seconds.
+
+        Its one job (key `job`) runs on `runner_name` (by default `GitHub Actions <run id>`, as a
+        hosted runner is named) since `job_started` (virtual seconds; default now).
+        """
         with self._lock:
             t = self.clock.monotonic()
             sha = self.refs[f"heads/{self.default_branch}"]
@@ -153,6 +171,17 @@ class ActionsModel(RepoContent, HookRunner):
                 status=status,
                 started_at=t,
             )
+            start = t if job_started is None else job_started
+            run.job = FakeJob(
+                next(self._ids.parent_job_ids),
+                start,
+                ["ubuntu-latest"],
+                status="in_progress",
+                started_at=start,
+                runner_id=run_id % 1000 + 1,
+                runner_name=runner_name or f"GitHub Actions {run_id}",
+                name=job,
+            )
             self.runs[run_id] = run
             return run
 
@@ -163,6 +192,9 @@ class ActionsModel(RepoContent, HookRunner):
             run = self.runs[run_id]
             run.status, run.conclusion = "completed", conclusion
             run.touch(self._time)
+            if run.job is not None:  # its own job ends with it
+                run.job.status, run.job.conclusion = "completed", conclusion
+                run.job.completed_at = self._time
 
         self._at(at, finish)
 
@@ -190,6 +222,11 @@ class ActionsModel(RepoContent, HookRunner):
     def now(self) -> float:
         """The model's current virtual time."""
         return self._time
+
+    def next_event_at(self) -> float | None:
+        """When the next fixed-time happening is due (None: nothing is scheduled)."""
+        with self._lock:
+            return self._events.next_time()
 
     # ------------------------------------------------------------------- dispatch, cancel
 
@@ -246,6 +283,10 @@ class ActionsModel(RepoContent, HookRunner):
         )
         self.runs[run_id] = run
         self.history[run_id] = history
+        self.children_made += 1
+        if self.children_made in self.platform.zombies:  # queued for good, with no job
+            run.zombie, run.job_at, history.job_queued_at = True, None, float("inf")
+            return run
         if timings.requested_delay > 0 and timings.pending_delay > 0:
             self._events.push(pending_at, lambda: self._promote(run, "pending"))
         if queued_at > visible:
@@ -265,22 +306,49 @@ class ActionsModel(RepoContent, HookRunner):
 
         self._at(at, send)
 
-    def request_cancel(self, run_id: int, *, force: bool = False) -> int:
-        """Ask for cancellation: 202 accepted, 409 already completed, 404 unknown."""
+    def request_cancel(self, run_id: int, *, force: bool = False, client: int | None = None) -> int:
+        """Ask for cancellation: 202 accepted, 409 already completed, 404 unknown.
+
+        `client`: the ledger's number for the sender, kept with the request (`CancelRequest`).
+        """
         with self._lock:
             run = self.visible_run(run_id)
             if run is None:
                 return 404
-            if run.status == "completed":
-                return 409
+            if run.status == "completed" or run.zombie:
+                return 409  # a zombie: "Cannot cancel a workflow run that has not been queued yet."
             delay = self.timings.force_cancel_delay if force else self.timings.cancel_delay
             if run.history is None:  # the parent: it just completes cancelled
                 self.finish_parent(run_id, "cancelled", at=self._time + delay)
                 return 202
             if run.history.cancel_requested_at is None:
                 run.history.cancel_requested_at = self._time
+            run.history.cancel_requests.append(self._cancel_request(run, force, client))
+            if not force and self.platform.unheeded_cancel and _unstarted(run):
+                return 202  # accepted, and nothing happens: only a force-cancel ends it
             self._events.push(self._time + delay, lambda: self._cancel_lands(run))
             return 202
+
+    def _cancel_request(self, run: FakeRun, force: bool, client: int | None) -> CancelRequest:
+        """The request, with the state of the child, its parent and its source right now."""
+        history = run.history
+        assert history is not None  # noqa: S101 (only children are recorded)
+        inputs = run.inputs
+        parent = self.runs.get(_int(inputs.get("parent-run-id")))
+        attempt = _int(inputs.get("parent-run-attempt")) or 1
+        active = parent is not None and parent.status != "completed" and parent.attempt == attempt
+        ref, sha = inputs.get("source-ref", ""), inputs.get("source-sha", "")
+        current = self.refs.get(ref.removeprefix("refs/")) if ref else None
+        moved = bool(ref and sha) and (current is None or self.peel(current) != sha)
+        return CancelRequest(
+            at=self._time,
+            client=client,
+            force=force,
+            allocated=history.allocated_at is not None,
+            workload_started=history.workload_started_at is not None,
+            parent_active=active,
+            source_moved=moved,
+        )
 
     def add_past_run(
         self,
@@ -413,6 +481,8 @@ class ActionsModel(RepoContent, HookRunner):
         if run.finished:
             return
         run.job = FakeJob(next(self._ids.job_ids), self._time, labels, started_at=self._time)
+        if self.platform.requeue != "off":
+            run.requeues_left = self.platform.requeues
         self._waiting.append(run.id)
         pool = self.pools.get(run.pool) if run.pool else None
         if pool is not None and pool.wait is not None:
@@ -425,7 +495,57 @@ class ActionsModel(RepoContent, HookRunner):
             run = self.runs[run_id]
             pool = self.pools.get(run.pool) if run.pool else None
             if pool is not None and pool.free(self._time) > 0 and self._time >= run.ready_at:
-                self._assign(run, pool)
+                if run.requeues_left > 0:
+                    self._assign_stale(run, pool)
+                else:
+                    self._assign(run, pool)
+
+    def _assign_stale(self, run: FakeRun, pool: Pool) -> None:
+        """A runner is assigned the job and never picks it up; GitHub re-queues it after a while.
+
+        `visible`: the runner shows on the still-queued job (no step starts) until it clears.
+        """
+        assert run.job is not None  # noqa: S101 (only runs with a listed job wait for runners)
+        t, job = self._time, run.job
+        self._waiting.remove(run.id)
+        pool.holding.append(run.id)
+        pool.served += 1
+        name = f"{pool.key[1][0] if pool.key[1] else 'runner'}-{pool.served:03d}"
+        shown = self.platform.requeue == "visible"
+        run.stale = (t, name, shown)
+        if shown:
+            job.runner_id, job.runner_name = pool.group_id * 1000 + pool.served, name
+            job.runner_group_id, job.runner_group_name = pool.group_id, pool.key[0]
+            job.started_at = t
+            run.touch(t)
+        self._events.push(t + self.platform.requeue_after, lambda: self._requeue(run, pool))
+
+    def _requeue(self, run: FakeRun, pool: Pool) -> None:
+        """The assigned runner did not pick the job up: back in the queue, for any runner."""
+        if run.finished or run.job is None or run.history is None or run.stale is None:
+            return
+        job, (_, _, shown) = run.job, run.stale
+        run.stale = None
+        run.requeues_left -= 1
+        if run.id in pool.holding:
+            pool.holding.remove(run.id)
+        if shown:
+            job.runner_id = job.runner_name = None
+            job.runner_group_id = job.runner_group_name = None
+            run.touch(self._time)
+        run.history.requeued_at.append(self._time)
+        self._waiting.append(run.id)
+
+    def shown_stale_runner(self, run: FakeRun) -> None:
+        """A reply GitHub delivered showed the runner of an assignment that will be re-queued.
+
+        From then on the child counts as allocated in its history (the runner was there to see),
+        at the assignment's time; an assignment no reply showed leaves no trace.
+        """
+        history, stale = run.history, run.stale
+        if history is None or stale is None or not stale[2] or history.allocated_at is not None:
+            return
+        history.allocated_at, history.runner = stale[0], stale[1]
 
     def _assign(self, run: FakeRun, pool: Pool) -> None:
         assert run.job is not None  # noqa: S101 (only runs with a listed job wait for runners)
@@ -440,7 +560,8 @@ class ActionsModel(RepoContent, HookRunner):
         job.status, job.started_at = "in_progress", t
         run.status = "in_progress"
         run.touch(t)
-        run.history.allocated_at, run.history.runner = t, job.runner_name
+        if run.history.allocated_at is None:  # a re-queued runner shown earlier came first
+            run.history.allocated_at, run.history.runner = t, job.runner_name
         self._events.push(t + self.timings.start_delay, lambda: self._start_steps(run))
 
     def _start_steps(self, run: FakeRun) -> None:
@@ -470,7 +591,9 @@ class ActionsModel(RepoContent, HookRunner):
         run.history.workload_started_at = t
         pool = self.pools.get(run.pool) if run.pool else None
         work = (pool.workload if pool else None) or self.workload
-        limit = (run.history.allocated_at or t) + self.timings.timeout_minutes * 60
+        # The job's own timeout counts from the runner that picked it up (not a re-queued one).
+        picked_up = run.job.started_at if run.job.started_at is not None else t
+        limit = picked_up + self.timings.timeout_minutes * 60
         if t + work.duration > limit:
             self._events.push(limit, lambda: self._finish_unless_over(run, "timed_out"))
         else:
@@ -543,3 +666,16 @@ def _check_inputs(wf: WorkflowFile, inputs: Mapping[str, str]) -> DispatchRefuse
         if name not in inputs:
             return DispatchRefused(422, f"Required input '{name}' not provided")
     return None
+
+
+def _unstarted(run: FakeRun) -> bool:
+    """No runner has picked the run's job up (none listed yet, or it is still queued)."""
+    return run.job is None or run.job.status == "queued"
+
+
+def _int(value: str | None) -> int:
+    """An input read as a number (0 when it is not one)."""
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0

@@ -8,6 +8,7 @@ describes GitHub, never our client's view of it (the `sim/` boundary rule in DES
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import heapq
 import itertools
@@ -19,16 +20,23 @@ from typing import ClassVar, Literal
 from pydantic import ConfigDict
 
 __all__ = [
+    "DEFAULT_PLATFORM",
     "DEFAULT_TIMINGS",
+    "TOKEN_LENGTH",
+    "WORKER_TOKEN",
+    "CancelRequest",
     "FakeJob",
     "FakeRun",
     "FakeStep",
+    "Platform",
     "Pool",
     "PoolKey",
+    "Requeue",
     "RunHistory",
     "Timings",
     "WorkflowFile",
     "Workload",
+    "fake_token",
     "pool_key",
 ]
 
@@ -56,6 +64,36 @@ def fake_commit_sha(*parts: object) -> str:
     """A deterministic 40-hex commit SHA derived from `parts`."""
     text = json.dumps([str(p) for p in parts])
     return hashlib.sha1(text.encode(), usedforsecurity=False).hexdigest()
+
+
+#: How long an installation token of the 2026 format is (`fake_token`).
+TOKEN_LENGTH = 520
+
+
+def fake_token(label: str) -> str:
+    """A fake token in the format GitHub uses since 2026-04-27: `ghs_<label>_<JWT>`, 520 long.
+
+    `GITHUB_TOKEN` may be an installation token of about 520 characters with `.`, `_` and `-`
+    (reference/github-api.md, section 12); nothing may assume the old 40-character shape. The
+    same `label` gives the same token, so a test can look for it.
+    """
+    header = _b64(b'{"alg":"RS256","typ":"JWT"}')
+    claims = _b64(json.dumps({"iss": "Iv23li-sim_app", "sub": label}).encode())
+    head = f"ghs_{label}_{header}.{claims}."
+    digest, signature = label.encode(), ""
+    while len(head) + len(signature) < TOKEN_LENGTH:
+        digest = hashlib.sha256(digest).digest()
+        signature += _b64(digest + b"\xfb\xff\xbf")  # the last bytes give a `-` and a `_`
+    return (head + signature)[:TOKEN_LENGTH]
+
+
+def _b64(data: bytes) -> str:
+    """base64url without padding, as a JWT writes its parts."""
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+#: The token the fake hands the child's guard (`${{ github.token }}` in the child).
+WORKER_TOKEN = fake_token("worker_token")
 
 
 @dataclass(frozen=True)
@@ -90,6 +128,37 @@ class Timings:
 
 
 DEFAULT_TIMINGS = Timings()
+
+#: How GitHub re-queues a job a runner was assigned but did not pick up: not at all; with the job
+#: `queued` throughout (the support trace of actions-runner-controller#4602); or with the runner
+#: shown on the still-queued job until it clears.
+Requeue = Literal["off", "invisible", "visible"]
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What GitHub was seen doing in 2026 that a tidy model would not; every one off by default.
+
+    Each has its source in `reference/github-api.md` section 12 (README, "What the server must
+    do"). `requeue`: "If the runner doesn't pick up the assigned job within 60 seconds, the job is
+    re-queued" (GitHub's docs): the first `requeues` runners assigned to each job leave it after
+    `requeue_after` seconds. `zombies`: the n-th children dispatched (1 is the first) stay
+    `queued` with no job, and their cancel and force-cancel answer 409 "Cannot cancel a workflow
+    run that has not been queued yet." (actions/runner#3872). `unheeded_cancel`: a plain cancel
+    of a run whose job has no runner is accepted (202) and changes nothing; only a force-cancel
+    ends it (gjsify/gjsify#1548: 20 minutes queued until a force-cancel).
+    """
+
+    __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
+
+    requeue: Requeue = "off"
+    requeues: int = 1
+    requeue_after: float = 60.0
+    zombies: tuple[int, ...] = ()
+    unheeded_cancel: bool = False
+
+
+DEFAULT_PLATFORM = Platform()
 
 
 @dataclass(frozen=True)
@@ -130,6 +199,23 @@ class Pool:
         return max(0, self.runners - len(self.holding))
 
 
+@dataclass(frozen=True)
+class CancelRequest:
+    """One accepted request to cancel a child: who sent it, and the world as it stood then.
+
+    Kept so that a check can tell why a started workload was cancelled by its coordinator
+    (DESIGN.md invariant 11) from what GitHub knew, not from the coordinator's own account.
+    """
+
+    at: float
+    client: int | None  # the ledger's number for the sender (None: not sent through the API)
+    force: bool
+    allocated: bool  # a runner held the job when the request came
+    workload_started: bool  # the guard had passed and the workload had begun
+    parent_active: bool  # the parent named by the inputs was in progress at the named attempt
+    source_moved: bool  # the `source-ref` input no longer pointed at the `source-sha` input
+
+
 @dataclass
 class RunHistory:
     """What really happened to one child run, in virtual seconds, for invariant checks."""
@@ -148,6 +234,10 @@ class RunHistory:
     completed_at: float | None = None  # the true end, before any reporting lag
     conclusion: str | None = None
     runner: str | None = None
+    #: every cancel or force-cancel GitHub accepted for this run, in order
+    cancel_requests: list[CancelRequest] = field(default_factory=list)
+    #: when GitHub re-queued the job because its assigned runner never picked it up
+    requeued_at: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -164,7 +254,7 @@ class FakeStep:
 
 @dataclass
 class FakeJob:
-    """The child's single job, `worker`."""
+    """The child's single job, `worker` (or the parent's own job, by its key)."""
 
     id: int
     created_at: float
@@ -178,6 +268,7 @@ class FakeJob:
     runner_group_id: int | None = None
     runner_group_name: str | None = None
     steps: list[FakeStep] = field(default_factory=list)
+    name: str = "worker"
 
 
 @dataclass
@@ -207,6 +298,10 @@ class FakeRun:
     pool: PoolKey | None = None
     finished: bool = False  # the job really ended (lagged reports may still say otherwise)
     ready_at: float = 0.0  # no runner may take the job before this (a pool's drawn wait)
+    zombie: bool = False  # never shows a job; cancel and force-cancel answer 409 (`Platform`)
+    requeues_left: int = 0  # runners still to be assigned the job that will not pick it up
+    #: the assignment that will be re-queued: (since, runner name, shown on the job)
+    stale: tuple[float, str, bool] | None = None
     #: earlier attempts: attempt -> (status, conclusion, updated_at, started_at)
     attempts: dict[int, tuple[str, str | None, float, float]] = field(default_factory=dict)
 

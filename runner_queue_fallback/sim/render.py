@@ -204,7 +204,7 @@ class Renderer:
             "created_at": self.time(job.created_at),
             "started_at": self.time(job.created_at if job.started_at is None else job.started_at),
             "completed_at": None if job.completed_at is None else self.time(job.completed_at),
-            "name": "worker",
+            "name": job.name,
             "steps": [self.step(step) for step in job.steps],
             "check_run_url": f"{self.repo_api}/check-runs/{job.id}",
             "labels": list(job.labels),

@@ -17,6 +17,7 @@ events:
   - {at: 300, kind: move_ref, ref: heads/feature}
 parent: {run_id: 4242, attempt: 1}
 refs: {heads/feature: null}
+platform: {requeue: visible, zombies: [2], unheeded_cancel: true}   # GitHub's 2026 surprises
 ```
 """
 
@@ -33,7 +34,7 @@ from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.sim.actions import CHILD_INPUTS, WorkerHook
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
 from runner_queue_fallback.sim.limits import SecondaryLimits
-from runner_queue_fallback.sim.model import Timings, Workload
+from runner_queue_fallback.sim.model import Platform, Timings, Workload
 from runner_queue_fallback.sim.world import API_VERSIONS, ETagPolicy, FakeGitHub, RateLimitStatus
 
 __all__ = ["Event", "ParentSpec", "PoolSpec", "Scenario", "WorkflowSpec"]
@@ -129,6 +130,8 @@ class Scenario:
     #: the REST API versions the server has; `[2022-11-28]` is an older GitHub Enterprise Server
     #: (2026-03-10 refused, dispatch answers 204; see `timings.listing_delay`)
     api_versions: tuple[str, ...] = tuple(sorted(API_VERSIONS))
+    #: what GitHub does beyond the tidy model: re-queues, runs without a job, unheeded cancels
+    platform: Platform = field(default_factory=Platform)
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
@@ -168,6 +171,7 @@ class Scenario:
             secondary=self.secondary,
             etags=self.etags,
             api_versions=frozenset(self.api_versions),
+            platform=self.platform,
         )
         for wf in self.workflows:
             world.add_workflow(

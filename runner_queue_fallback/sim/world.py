@@ -34,7 +34,15 @@ from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.sim.actions import ActionsModel, DispatchRefused, WorkerHook
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
 from runner_queue_fallback.sim.limits import SecondaryLimits, SecondaryMeter
-from runner_queue_fallback.sim.model import DEFAULT_TIMINGS, FakeRun, Timings, Workload
+from runner_queue_fallback.sim.model import (
+    DEFAULT_PLATFORM,
+    DEFAULT_TIMINGS,
+    WORKER_TOKEN,
+    FakeRun,
+    Platform,
+    Timings,
+    Workload,
+)
 from runner_queue_fallback.sim.render import Renderer, error
 from runner_queue_fallback.sim.reply import LedgerEntry, Reply
 
@@ -113,7 +121,7 @@ class FakeGitHub(ActionsModel):
         faults: FaultPlan | None = None,
         quota: int = 1000,
         path_with_ref: bool = False,
-        worker_token: str = "ghs_worker_token",  # noqa: S107 (a fake token the guard is handed)
+        worker_token: str = WORKER_TOKEN,
         default_branch: str = "main",
         unassigned_runner_as_zero: bool = False,
         rate_limit_status: RateLimitStatus = 403,
@@ -121,12 +129,15 @@ class FakeGitHub(ActionsModel):
         etags: ETagPolicy = "stable",
         api_versions: frozenset[str] = API_VERSIONS,
         direct: bool = False,
+        platform: Platform = DEFAULT_PLATFORM,
     ) -> None:
         """Build an empty repository; add refs, workflows, pools and the parent run next.
 
         `api_versions`: the REST API versions the server has (`OLDER_SERVER`: no 2026-03-10).
         `direct`: `session()` skips requests' preparation of each request (`DirectSession`), for
         runs by the thousand; the default keeps requests' whole path under test.
+        `platform`: what GitHub does beyond the tidy model (`Platform`: re-queues after an
+        assignment, runs that never get a job, a cancel that does not take).
         """
         super().__init__(
             clock,
@@ -139,6 +150,7 @@ class FakeGitHub(ActionsModel):
             worker_token=worker_token,
             default_branch=default_branch,
             unassigned_runner_as_zero=unassigned_runner_as_zero,
+            platform=platform,
         )
         self.faults = faults or FaultPlan()
         self.quota = quota
@@ -156,6 +168,7 @@ class FakeGitHub(ActionsModel):
         self._window: tuple[float, int] | None = None  # (window start, counted requests)
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
+        self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
 
     # --------------------------------------------------------------------------- adapters
 
@@ -293,8 +306,11 @@ class FakeGitHub(ActionsModel):
 
     def _routed(self, request: _Request, fault: Fault | None) -> _Outcome:
         """A request that reached its route: the reply (a 304 when its ETag still matches)."""
-        self._link = ""
+        self._link, self._showing = "", []
         status, payload = self._route(request)
+        if fault is None:  # delivered (a 304 only confirms a body delivered before)
+            for run in self._showing:
+                self.shown_stale_runner(run)
         raw = b"" if payload is None else json.dumps(payload).encode()
         salt = f"#{self._seq}".encode() if self.etags == "every-read" else b""
         etag = f'W/"{hashlib.sha256(raw + salt).hexdigest()[:40]}"'
@@ -470,6 +486,7 @@ class FakeGitHub(ActionsModel):
         if run is None or (n is not None and int(n) != run.attempt and int(n) not in run.attempts):
             return 404, error("Not Found", 404)
         jobs = [] if run.job is None or (n is not None and int(n) != run.attempt) else [run.job]
+        self._showing += [run] if jobs else []
         return 200, {"total_count": len(jobs), "jobs": [self.render.job(run, j) for j in jobs]}
 
     def _list_runs(self, request: _Request, file: str) -> _Served:
@@ -530,8 +547,11 @@ class FakeGitHub(ActionsModel):
         return {">=": at >= bound, "<=": at <= bound, ">": at > bound, "<": at < bound}[op]
 
     def _cancel(self, request: _Request, run_id: str, how: str) -> _Served:
-        del request
-        status = self.request_cancel(int(run_id), force=how == "force-cancel")
+        status = self.request_cancel(
+            int(run_id), force=how == "force-cancel", client=request.client
+        )
+        if status == 409 and self.runs[int(run_id)].zombie:  # both cancel and force-cancel
+            return 409, error("Cannot cancel a workflow run that has not been queued yet.", 409)
         if status == 409:
             return 409, error("Cannot cancel a workflow run that is completed.", 409)
         if status == 404:

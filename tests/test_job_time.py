@@ -1,0 +1,263 @@
+"""The coordinator knows when its own job ends, and no wait for quota of ours outlives it.
+
+Issue 27, item 2. Everything runs the real coordinator (`cli.main`) against the fake GitHub on a
+fake clock: the parent run has its own job (key `runner-check`, on runner `GitHub Actions <id>`),
+and the coordinator's workflow file is served at the commit GITHUB_WORKFLOW_SHA names.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from runner_queue_fallback import timing
+from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, job_environ
+from tests.invariants import dispatch_posts
+from tests.test_coordinator import FOREVER, Scenario
+
+#: One CPU candidate of the default list: 2 min startup, 10 min queue, 2 min cancellation,
+#: 15 min execution (the Scenario's input), 5 min for the post step.
+NEEDS_MINUTES = 34
+#: The fake's quota window starts with the first counted request, at virtual time 0.
+RESET = timing.QUOTA_WINDOW_SECONDS
+COORDINATOR_FILE = ".github/workflows/runner-check.yml"
+
+
+def coordinator_yaml(
+    job_timeout: str | None = None,
+    step_timeout: str | None = None,
+    *,
+    uses: str = "acme/runner-queue-fallback@v1",
+    job_key: str = "runner-check",
+    extra_step: str = "",
+) -> str:
+    """The coordinator's own workflow file, with the timeouts given (None: not set)."""
+    lines = ["name: Runner check", "on: workflow_dispatch", "jobs:", f"  {job_key}:"]
+    lines += ["    runs-on: ubuntu-latest"]
+    if job_timeout is not None:
+        lines += [f"    timeout-minutes: {job_timeout}"]
+    lines += ["    steps:", f"      - uses: {uses}"]
+    if step_timeout is not None:
+        lines += [f"        timeout-minutes: {step_timeout}"]
+    lines += ["        with:", "          runner-type: cpu"]
+    return "\n".join(lines) + "\n" + extra_step
+
+
+def job_scenario(content: str | None, *, job_started: float = 0.0) -> Scenario:
+    """A world whose parent's job started at `job_started` and whose workflow file is `content`."""
+    s = Scenario().pools([], FOREVER, FOREVER)
+    s.world.add_parent_run(PARENT_RUN_ID, job_started=job_started)
+    if content is not None:
+        s.world.add_workflow("runner-check.yml", "main", content=content)
+    return s
+
+
+def run(s: Scenario, **environ: str) -> SimulationRun:
+    return s.run(extra_environ={**job_environ(s.world), **environ})
+
+
+def short_quota(s: Scenario) -> None:
+    """Other workflows left 10 requests of the hour: the coordinator waits for the reset."""
+    s.world.spend_quota(s.world.quota - 10)
+
+
+def reads_of(s: Scenario, path_end: str) -> int:
+    return sum(1 for e in s.world.ledger if e.client == 0 and e.path.endswith(path_end))
+
+
+def refused_for_the_job(result: SimulationRun, s: Scenario, named: str) -> None:
+    """Failed at once, before any wait and any child; the error names the timeout and the need."""
+    assert result.exit_code == 1, result.log
+    assert dispatch_posts(s.world) == []
+    assert s.clock.monotonic() < 60, "no wait is begun that would leave too little"
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert named in error
+    assert f"candidate 1/3 (nv-cpu-general / linux-amd64-cpu16) needs {NEEDS_MINUTES} min" in error
+    assert "startup window 2 min, queue deadline 10 min, cancellation window 2 min" in error
+    assert "execution timeout 15 min, post step 5 min" in error
+    assert "no child was dispatched" in error
+
+
+# -- the job's timeout, as read --------------------------------------------------------------------
+
+
+def test_an_admission_wait_that_would_leave_the_candidate_too_little_fails_at_once():
+    """timeout-minutes 90: after the hour's reset 30 min are left, the candidate needs 34."""
+    s = job_scenario(coordinator_yaml("90"))
+    short_quota(s)
+    result = run(s)
+    refused_for_the_job(result, s, "timeout-minutes 90 of job `runner-check`")
+    assert "API quota too low to dispatch candidate 1" in result.log
+    assert "Give the job timeout-minutes of at least" in result.log
+
+
+def test_an_admission_wait_that_leaves_enough_is_taken_and_its_spread_cut_to_fit():
+    """timeout-minutes 96: 36 min are left after the reset, enough for the candidate's 34.
+
+    The random spread after the reset (this run draws 154 s) is cut to the 2 min the job leaves
+    over, so that the candidate still fits when it is dispatched.
+    """
+    s = job_scenario(coordinator_yaml("96"))
+    short_quota(s)
+    result = run(s)
+    assert result.exit_code == 0, result.log
+    [dispatched] = dispatch_posts(s.world)
+    assert dispatched >= RESET
+    assert dispatched + NEEDS_MINUTES * 60 <= 96 * 60
+
+
+def test_the_job_timeout_counts_from_the_jobs_started_at():
+    """The job started 10 minutes before the step: timeout 100 leaves 30 min after the reset."""
+    s = job_scenario(coordinator_yaml("100"), job_started=-600.0)
+    short_quota(s)
+    result = run(s)
+    refused_for_the_job(result, s, "timeout-minutes 100 of job `runner-check`")
+    assert re.search(
+        r"The coordinator job ends in 90 min \(.*started at \d\d:\d\d:\d\dZ\)", result.log
+    )
+
+
+def test_a_job_not_found_by_its_runner_counts_from_the_step_less_five_minutes():
+    """RUNNER_NAME names no job of the run: the start is the step's less 5 min, 95 min from here."""
+    s = job_scenario(coordinator_yaml("98"))
+    short_quota(s)
+    result = run(s, RUNNER_NAME="some other runner")
+    refused_for_the_job(result, s, "timeout-minutes 98 of job `runner-check`")
+    assert "counted from this step's start less 5 min" in result.log
+    # with its own runner named, the same job fits (98 - 60 = 38 min left)
+    s = job_scenario(coordinator_yaml("98"))
+    short_quota(s)
+    assert run(s).exit_code == 0
+
+
+def test_a_smaller_step_level_timeout_on_its_own_step_wins():
+    s = job_scenario(coordinator_yaml("300", step_timeout="90"))
+    short_quota(s)
+    refused_for_the_job(run(s), s, "timeout-minutes 90 of its step in job `runner-check`")
+
+
+def test_a_larger_step_level_timeout_changes_nothing():
+    s = job_scenario(coordinator_yaml("90", step_timeout="300"))
+    short_quota(s)
+    refused_for_the_job(run(s), s, "timeout-minutes 90 of job `runner-check`")
+
+
+def test_without_timeout_minutes_the_job_has_githubs_default_of_360():
+    """No timeout-minutes: 360 from the job's start, 5 h 10 min ago: 50 min left, 0 after the wait."""
+    s = job_scenario(coordinator_yaml(None), job_started=-310 * 60.0)
+    short_quota(s)
+    refused_for_the_job(run(s), s, "timeout-minutes 360 of job `runner-check` (the default)")
+
+
+def test_the_file_is_read_at_github_workflow_sha_not_at_the_moved_ref():
+    """The run's commit says 90; main has since moved to a commit saying 360: 90 counts."""
+    s = job_scenario(coordinator_yaml("90"))
+    environ = job_environ(s.world)  # GITHUB_WORKFLOW_SHA: the commit the run started from
+    s.world.move_ref("heads/main")
+    s.world.add_workflow("runner-check.yml", "main", content=coordinator_yaml("360"))
+    short_quota(s)
+    refused_for_the_job(s.run(extra_environ=environ), s, "timeout-minutes 90 of job")
+
+
+def test_two_steps_using_the_action_with_different_timeouts_count_only_the_jobs():
+    second = "      - uses: acme/runner-queue-fallback@v1\n        timeout-minutes: 30\n"
+    s = job_scenario(coordinator_yaml("90", step_timeout="200", extra_step=second))
+    short_quota(s)
+    result = run(s)
+    refused_for_the_job(result, s, "timeout-minutes 90 of job `runner-check`")
+    assert "2 steps of job `runner-check` use runner-queue-fallback by name" in result.log
+
+
+def test_the_jobs_end_costs_two_requests_once_per_sequence():
+    """The file and the run attempt's jobs, read once, even across a fallback."""
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    s.world.add_workflow("runner-check.yml", "main", content=coordinator_yaml("200"))
+    result = run(s)
+    assert result.exit_code == 0, result.log
+    assert len(dispatch_posts(s.world)) == 2
+    assert reads_of(s, f"/contents/{COORDINATOR_FILE}") == 1
+    assert reads_of(s, f"/actions/runs/{PARENT_RUN_ID}/attempts/1/jobs") == 1
+
+
+# -- a dispatch after a wait ------------------------------------------------------------------------
+
+
+def test_a_fallback_after_an_admission_wait_is_not_dispatched_when_it_cannot_fit():
+    """timeout 100: the wait leaves ~40 min, candidate 1 takes ~11 of them, candidate 2 needs 34."""
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    s.world.add_workflow("runner-check.yml", "main", content=coordinator_yaml("100"))
+    short_quota(s)
+    result = run(s)
+    assert result.exit_code == 1, result.log
+    assert len(dispatch_posts(s.world)) == 1, "candidate 2 is not dispatched"
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert "min of waiting for the API quota" in error
+    assert "timeout-minutes 100 of job `runner-check`" in error
+    assert f"candidate 2/3 (nv-cpu-general / linux-amd64-cpu8) needs {NEEDS_MINUTES} min" in error
+    assert "no child was dispatched" in error
+
+
+def test_a_quota_spent_at_the_start_is_waited_out_and_the_jobs_end_read_after_the_reset():
+    """Every read is refused: the admission wait comes first, then the read, then the refusal."""
+    s = job_scenario(coordinator_yaml("90"))
+    s.world.spend_quota(s.world.quota)
+    result = run(s)
+    assert result.exit_code == 1, result.log
+    assert dispatch_posts(s.world) == []
+    [read] = [e for e in s.world.ledger if e.path.endswith(COORDINATOR_FILE) and e.status == 200]
+    assert read.time >= RESET
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert "min of waiting for the API quota, the coordinator job ends in" in error
+    assert "timeout-minutes 90 of job `runner-check`" in error
+    assert f"needs {NEEDS_MINUTES} min" in error
+
+
+def test_without_an_added_wait_a_short_job_is_not_refused_at_run_time():
+    """timeout-minutes 20 is below plan's minimum (lint's RQF203), but nothing waited: as the spec."""
+    s = job_scenario(coordinator_yaml("20"))
+    result = run(s)
+    assert result.exit_code == 0, result.log
+    assert len(dispatch_posts(s.world)) == 1
+
+
+# -- a value that cannot be read ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "environ", "said"),
+    [
+        (coordinator_yaml("${{ inputs.minutes }}"), {}, "is an expression"),
+        (coordinator_yaml("90", step_timeout="${{ matrix.t }}"), {}, "is an expression"),
+        (coordinator_yaml("90", job_key="call"), {}, "has no job `runner-check` (GITHUB_JOB)"),
+        (
+            "on: workflow_dispatch\njobs:\n  runner-check:\n    uses: ./.github/workflows/x.yml\n",
+            {},
+            "calls a reusable workflow",
+        ),
+        (None, {}, "-> 404"),
+        (coordinator_yaml("90"), {"GITHUB_WORKFLOW_REF": ""}, "GITHUB_WORKFLOW_REF is not set"),
+        (
+            coordinator_yaml("90"),
+            {
+                "GITHUB_WORKFLOW_REF": "other/repo/.github/workflows/runner-check.yml@refs/heads/main"
+            },
+            "the workflow file is in other/repo",
+        ),
+    ],
+    ids=["expression", "step-expression", "no-such-job", "reusable", "404", "unset", "other-repo"],
+)
+def test_an_unreadable_timeout_is_said_once_and_the_sequence_goes_on_as_before(
+    content, environ, said
+):
+    """The admission wait is taken as without this check; the child is dispatched after it."""
+    s = job_scenario(content)
+    short_quota(s)
+    result = run(s, **environ)
+    assert result.exit_code == 0, result.log
+    notes = [
+        line for line in result.log.splitlines() if "timeout-minutes could not be read" in line
+    ]
+    assert len(notes) == 1, notes
+    assert said in notes[0]
+    assert dispatch_posts(s.world)[0] >= RESET
