@@ -46,7 +46,6 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
     window = seq.startup_window(attempt)
     if not attempt.found_by_run_name:  # the search by run-name already waited the first 15 s
         seq.clock.sleep(timing.STARTUP_FIRST_CHECK_SECONDS)
-    last = "not checked yet"
     title_seen = runner_seen = False
     run_read = job_seen = False  # a zombie run: read, and never a job
     while True:
