@@ -482,6 +482,22 @@ def test_a_primary_limit_with_an_unreadable_reset_is_backed_off_past_a_whole_win
     assert sum(clock.sleeps[:-1]) >= timing.RESET_WAIT_MAX_SECONDS
 
 
+def test_past_a_whole_window_of_back_off_an_unreadable_primary_limit_counts_its_waits(
+    client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock
+) -> None:
+    """Once an hour and a minute is backed off, the usual patient waits count: 6 uncounted
+    back-offs (3780 s), then 4 counted waits, and the 11th refusal is the error."""
+    client.patience = Patience.CHILD_EXISTS
+    headers = {"x-ratelimit-remaining": "nan", "x-ratelimit-reset": "nan"}
+    refusals = 6 + timing.PATIENT_RATE_LIMIT_WAITS + 1
+    for _ in range(refusals):  # a client that sent one more would meet no reply
+        error_reply(mocked, 403, "API rate limit exceeded for installation ID 1.", headers=headers)
+    with pytest.raises(RateLimited):
+        client.get_run(42)
+    assert len(mocked.calls) == refusals
+    assert len(clock.sleeps) == refusals - 1
+
+
 def test_a_known_spent_quota_sends_nothing_before_the_reset(
     client: GitHubClient, mocked: responses.RequestsMock, clock: FakeClock, logs: list[str]
 ) -> None:
