@@ -19,6 +19,10 @@ With `guards`, each child's first step runs the real guard (`cli.main(["guard"])
 child's token) when a runner starts it: its reads (own run, parent, the run search, source ref)
 count against the repository's quota like any other, and a spent quota makes it refuse the
 workload (it fails closed). Without, the fake's guard step just passes after 2 s, sending nothing.
+
+Long (887 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
+per-coordinator records share one virtual clock and one world; issue 34 splits it (participants /
+records).
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ the peak secondary-limit points in one minute; started workloads cancelled by th
 coordinator for no reason the specification gives (bench/losses.py), and apart from them those
 cancelled at their job's timeout during a quota wait the coordinator had warned of; what the
 guards sent and how often they refused for a spent quota; each role's job `timeout-minutes`.
+
+Long (428 lines) because the sweep's loads, its loss and guard columns and their table are one
+measurement read together; issue 34 moves the table out.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Cancel a child run and confirm it is over: shared by the coordinator, the post step and signals."""
+"""Cancel a child run and confirm it is over: shared by the coordinator, the post step and signals.
+
+Long (405 lines) because cancel-and-confirm, the 409 re-check, the run-name search and the post
+step's copies are one mechanism shared by three callers; issue 34 splits the search out.
+"""
 
 from __future__ import annotations
 

@@ -17,6 +17,9 @@ Every check must hold. All requests and retries share one startup deadline, 2 mi
 guard's start (spec: "The worker guard uses the same initial check before allowing workload
 code ... Expiry blocks dispatch or workload execution"). A 404 for the child's own run or the
 parent is tolerated within it, polled every 5 s; anything else that is wrong refuses at once.
+
+Long (451 lines) because every check of the guard (identity, request id, parent, coordinator ref,
+copies, source) shares one 2-minute deadline and one report.
 """
 
 from __future__ import annotations

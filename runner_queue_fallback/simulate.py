@@ -5,6 +5,9 @@ command's flags: one free pool per resolved candidate unless `--busy` says other
 what a person would see in the Actions UI, rendered for a terminal and stamped with virtual time:
 the step log, the post step, each worker's guard step, the step summary, the outputs and a
 timeline of what really happened to every child run (from the fake GitHub, not from our logs).
+
+Long (547 lines) because the command, its catalogue entries and the story it prints from one run;
+issue 34 splits the rendering out.
 """
 
 from __future__ import annotations

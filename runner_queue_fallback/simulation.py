@@ -6,6 +6,9 @@ would get. The root is passed in (`main=cli.main`), never imported: `simulate` i
 own subcommands, and the harness sits below the root, not beside it in a circle. Every
 line a step prints is kept with the virtual second it was written at, so `simulate` can show the
 log as the Actions UI would, stamped with simulated time.
+
+Long (477 lines) because the harness's environment, state hand-over between main and post step, and
+signals are one sequence of a job.
 """
 
 from __future__ import annotations

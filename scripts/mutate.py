@@ -34,6 +34,9 @@ How it works:
    reviewed, one line of reason each), every other survivor and the invalid mutants (out of the
    total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
    module was refused or is under `--min-score` (killed / (total - equivalent)).
+
+Long (976 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
+run as one script; issue 34 and issue 35 split it.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ conditional (ETag / If-None-Match): a 304 does not count against the primary rat
 returns the cached body.
 
 The token is kept in one private header dict and never appears in a message, log line or repr.
+
+Long (942 lines) because endpoints, version negotiation, the quota's state, sending and pagination
+still share one class; issue 34 splits it by concern behind the same `GitHubClient` surface.
 """
 
 from __future__ import annotations

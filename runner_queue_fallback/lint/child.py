@@ -1,4 +1,8 @@
-"""Rules for the child workflow: one guarded, read-only `worker` job started only by dispatch."""
+"""Rules for the child workflow: one guarded, read-only `worker` job started only by dispatch.
+
+Long (456 lines) because one rule per function for the child workflow, each with its message and
+fix; the rule table is lint/model.py's.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust."""
+"""Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust.
+
+Long (598 lines) because one rule per function for the coordinator step, and the timeout rules that
+replay `plan`; issue 34 moves the timeout rules out.
+"""
 
 from __future__ import annotations
 

@@ -4,6 +4,9 @@
 through time. It catches up with the shared clock whenever the clock moves (`on_advance`) and before
 every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
 (the worker hook making requests or sleeping) sees the model as it is and returns.
+
+Long (681 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
+cancels) moves runs and jobs through one timeline; issue 34 splits the platform behaviours out.
 """
 
 from __future__ import annotations

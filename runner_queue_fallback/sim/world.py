@@ -15,6 +15,9 @@ secondary-limit message and `retry-after`. `GET /rate_limit` is free against the
 and answers even when it is spent. `etags="every-read"` gives every reply a new ETag, so that no
 conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
 ETag; this is the world where it does not).
+
+Long (593 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+model; issue 34 splits routing from the quota.
 """
 
 from __future__ import annotations
