@@ -41,6 +41,8 @@ class Attempt:
     runner_name: str | None = None
     #: runners GitHub assigned the job and then took it back from, re-queueing it (in order)
     requeued_from: list[str] = field(default_factory=list)
+    #: a read showed a step of the worker begun: the worker ran (its artifacts may exist)
+    step_started: bool = False
 
     @property
     def queued_seconds(self) -> float | None:

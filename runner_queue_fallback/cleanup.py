@@ -92,6 +92,8 @@ class CancelRequests:
     due: bool = False
     resent: bool = False
     forced: bool = False
+    #: the fresh read a refused cancel made failed: it was this poll's read (`raise_read_error`)
+    read_error: GitHubError | None = None
 
     def send(self, *, force: bool = False) -> CancelOutcome | None:
         """One cancel (or force-cancel), logged; None when GitHub refused it."""
@@ -102,11 +104,22 @@ class CancelRequests:
             outcome = send(self.run_id, deadline=self.deadline)
         except CancelRefused as exc:
             self.refused, self.due = exc, not self.forced
+            cause = exc.__cause__
+            self.read_error = cause if isinstance(cause, GitHubError) else None
             self.log(f"{name} of run {self.run_id} refused: {exc.reply}")
             return None
         self.due = False
         self.log(f"{name} requested for child run {self.run_id}: {outcome.value}")
         return outcome
+
+    def raise_read_error(self) -> None:
+        """Raise, once, the failure of the cancel's fresh read: that read is this poll's.
+
+        Sent again at once, it would be a retry without the wait the retry policy just refused.
+        """
+        error, self.read_error = self.read_error, None
+        if error is not None:
+            raise error
 
     def follow_up(self) -> None:
         """After a read that shows the run not completed: a refused cancel again, then forced."""
@@ -164,6 +177,7 @@ def cancel_and_confirm(  # the run, its window and its quota allowance
         detail = f"cancel failed: {exc}"
     while True:
         try:
+            cancels.raise_read_error()
             last = observe_run(client, run_id, limit)
         except PermissionDenied as exc:  # reading will not start working within the window
             return CleanupResult(run_id, confirmed=False, last=last, detail=f"read refused: {exc}")

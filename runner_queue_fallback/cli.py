@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from runner_queue_fallback import __version__
 from runner_queue_fallback.clock import SystemClock
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from runner_queue_fallback.clock import Clock
 
-__all__ = ["SUBCOMMANDS", "Subcommand", "input_errors_summary", "main"]
+__all__ = ["EXIT_READER_GONE", "SUBCOMMANDS", "Subcommand", "input_errors_summary", "main"]
 
 
 class Subcommand(NamedTuple):
@@ -242,11 +242,36 @@ def _spread_source(environ: Mapping[str, str] | None, *, simulated: bool) -> ran
 
 
 def input_errors_summary(command: str, exc: InputErrors) -> str:
-    """The short step summary of a run stopped by its inputs: each problem, and no request."""
-    lines = [f"## Runner queue fallback: invalid input ({escape_markdown(command)})", ""]
+    """The short step summary of a run stopped by its inputs: each problem, and no request.
+
+    Its headline leads with `error`, the coordinator's `outcome` of a run stopped so.
+    """
+    headline = f"error: invalid input (runner-queue-fallback {escape_markdown(command)})"
+    lines = [f"## {headline}", ""]
     lines += [f"- {escape_markdown(str(error))}" for error in exc.errors]
     lines += ["", "No request was sent to GitHub. Correct the inputs and run again.", ""]
     return "\n".join(lines)
+
+
+#: The exit code when stdout's reader left early (`simulate --json | head -c 100`): what a shell
+#: reports for a writer killed by SIGPIPE (128 + 13). 1 and 2 already mean a failed run or input.
+EXIT_READER_GONE = 141
+
+
+def _reader_gone(stdout: TextIO) -> int:
+    """Stop quietly when the reader of stdout has gone, without a BrokenPipeError traceback.
+
+    Python's own recipe (the `signal` module's notes on SIGPIPE): point the stdout descriptor at
+    devnull, so that the interpreter's flush at exit has nowhere left to fail.
+    """
+    try:
+        descriptor = stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # an in-memory stream: no descriptor to mend
+        return EXIT_READER_GONE
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, descriptor)
+    os.close(devnull)
+    return EXIT_READER_GONE
 
 
 def main(
@@ -256,7 +281,23 @@ def main(
     clock: Clock | None = None,
     session: requests.Session | None = None,
 ) -> int:
-    """Run one subcommand and return its exit code."""
+    """Run one subcommand and return its exit code (141, quietly, if stdout's reader left)."""
+    try:
+        code = _main(argv, environ, clock=clock, session=session)
+        sys.stdout.flush()  # a reader that left is met here, not by the interpreter's exit
+    except BrokenPipeError:
+        return _reader_gone(sys.stdout)
+    return code
+
+
+def _main(
+    argv: Sequence[str] | None,
+    environ: Mapping[str, str] | None,
+    *,
+    clock: Clock | None,
+    session: requests.Session | None,
+) -> int:
+    """`main` for one command line: parse it, build the context, run the subcommand."""
     arguments = sys.argv[1:] if argv is None else list(argv)
     try:
         args = _parse(arguments)

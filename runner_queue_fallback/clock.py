@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
-__all__ = ["EPOCH", "Clock", "FakeClock", "SystemClock"]
+__all__ = ["EPOCH", "Clock", "FakeClock", "SystemClock", "elapsed"]
 
 #: Where every FakeClock starts unless told otherwise: a fixed, readable instant.
 EPOCH = datetime(2026, 11, 2, 9, 0, 0, tzinfo=UTC)
@@ -89,3 +89,13 @@ class FakeClock:
     def on_advance(self, listener: Callable[[], None]) -> None:
         """Call `listener` after every move of the clock."""
         self._listeners.append(listener)
+
+
+def elapsed(seconds: float) -> str:
+    """A measured duration for a person: tenths of a second at most, never an exponent.
+
+    `f"{x:g}"` writes a guard's 76 microseconds as `7.5881e-05`; this writes `0s`, and 1.25 s as
+    `1.2s`, 3,600 s as `3600s`.
+    """
+    tenths = round(seconds, 1) + 0.0  # + 0.0: a -0.0 from rounding prints as 0
+    return f"{tenths:.1f}".removesuffix(".0") + "s"

@@ -25,7 +25,9 @@ from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.cleanup import CleanupResult, cancel_and_confirm_all
 from runner_queue_fallback.clock import Clock
 from runner_queue_fallback.errors import (
+    Cancelled,
     Interrupted,
+    QueuesExhausted,
     RateLimited,
     RQFError,
     SequenceError,
@@ -54,6 +56,9 @@ __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-export
 #: At most this many waits for a spent quota before one dispatch (each also counts against
 #: admission-timeout-minutes, which normally ends the waiting first).
 _ADMISSION_ROUNDS = 12
+#: An attempt's outcome while its child may still be running; once a cleanup proves the child
+#: over, the attempt reads as the child ended (issue 31: a cancelled child was listed `queued`).
+_IN_FLIGHT = frozenset({"dispatched", "queued", "runner allocated"})
 
 
 class Coordinator:
@@ -96,7 +101,7 @@ class Coordinator:
             # Followed to its result: the post step has no run bearing its run-name to list.
             self.seq.report.save_state("child-found-by-name", "")
         except Interrupted as exc:
-            self.result.error = SequenceError(str(exc))
+            self.result.error = Cancelled(str(exc))
             deadline = clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
             dispatch.find_interrupted_dispatch(self.seq, deadline)
             self._clean_up_safely(window=max(0.0, deadline - clock.monotonic()))
@@ -133,7 +138,7 @@ class Coordinator:
                 attempt.ended_at = seq.clock.monotonic()
                 if over:
                     return
-        raise SequenceError(
+        raise QueuesExhausted(
             f"all {len(candidates)} queue(s) exhausted: no runner was acquired in any candidate pool"
         )
 
@@ -231,5 +236,18 @@ class Coordinator:
             log=seq.report.log,
         )
         self.result.cleanup, self.result.other_cleanups = first, others
+        self._note_ended(first)
         if all(result.confirmed for result in (first, *others)):
             seq.active = None  # the post step has nothing left to read (state child-over)
+
+    def _note_ended(self, cleanup: CleanupResult) -> None:
+        """A child the cleanup proved over is listed as it ended, not as it was last seen."""
+        last = cleanup.last
+        if not cleanup.confirmed or last is None:
+            return
+        job = last.job
+        for attempt in self.result.attempts:
+            if attempt.run_id == cleanup.run_id and attempt.outcome in _IN_FLIGHT:
+                attempt.outcome = (
+                    f"run {last.run.conclusion}, worker {job.conclusion if job else 'missing'}"
+                )

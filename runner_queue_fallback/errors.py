@@ -18,6 +18,10 @@
     │       ├── Unprocessable         422
     │       └── ServerError           408 and 5xx
     ├── SequenceError         the fallback sequence had to stop (race, identity, source moved, ...)
+    │   ├── Cancelled             the runner signalled the step, or the parent run stopped
+    │   ├── QueuesExhausted       every queue deadline passed, each child cancelled and proven
+    │   ├── WorkerFailed          the worker did not succeed
+    │   │   └── ExecutionTimeout      ... or outlived execution-timeout-minutes
     │   └── GuardRefused          the child's startup guard blocked the workload
     └── UnexpectedError       any other exception, caught so that cleanup and the report still run
 
@@ -25,7 +29,7 @@ Every message says what happened, why it usually happens and how to fix it. None
 The fixes a user meets first are module-level constants (`FIX_*`, listed in `TROUBLESHOOTING`), so
 the list of messages in docs/troubleshooting.md can be compared with the program's.
 
-Long (442 lines) because the whole error tree with each error's fix text, so that every message a
+Long (477 lines) because the whole error tree with each error's fix text, so that every message a
 user meets is in one place.
 """
 
@@ -46,9 +50,11 @@ __all__ = [
     "TROUBLESHOOTING",
     "WORKFLOW_REF_NOT_FOUND",
     "CancelRefused",
+    "Cancelled",
     "Conflict",
     "DeadlineExceeded",
     "DispatchAmbiguous",
+    "ExecutionTimeout",
     "GitHubAPIError",
     "GitHubError",
     "GuardRefused",
@@ -58,6 +64,7 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "ProfileError",
+    "QueuesExhausted",
     "QuotaSpent",
     "RQFError",
     "RateLimited",
@@ -67,6 +74,7 @@ __all__ = [
     "Unauthorized",
     "UnexpectedError",
     "Unprocessable",
+    "WorkerFailed",
 ]
 
 #: A 401: GitHub does not accept the token at all.
@@ -378,6 +386,30 @@ class SequenceError(RQFError):
     """The fallback sequence stopped for a reason the spec names (race, identity, source, ...)."""
 
     title = "Fallback stopped"
+
+
+class Cancelled(SequenceError):
+    """The workflow run is being cancelled: the runner signalled the step, or the parent stopped."""
+
+    title = "Cancelled"
+
+
+class QueuesExhausted(SequenceError):
+    """No candidate got a runner: each queue deadline passed, each child cancelled and proven."""
+
+    title = "No runner"
+
+
+class WorkerFailed(SequenceError):
+    """The child concluded without success; whether the worker ran is for the ledger to say."""
+
+    title = "Worker did not succeed"
+
+
+class ExecutionTimeout(WorkerFailed):
+    """The child outlived execution-timeout-minutes from its first allocation seen."""
+
+    title = "Execution timeout"
 
 
 class GuardRefused(SequenceError):

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from runner_queue_fallback import timing
-from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.clock import Clock, elapsed
 from runner_queue_fallback.errors import (
     FIX_CHILD_PERMISSIONS,
     GitHubError,
@@ -138,7 +138,7 @@ class GuardResult:
     def log_lines(self) -> list[str]:
         """A short plain-text account for the log."""
         verdict = "passed: the workload may start" if self.passed else "REFUSED the workload"
-        lines = [f"Guard {verdict} ({self.seconds:g}s)"]
+        lines = [f"Guard {verdict} ({elapsed(self.seconds)})"]
         lines += [
             f"  {c.result:<11} {c.name}: expected {c.expected}; observed {c.observed}"
             for c in self.checks

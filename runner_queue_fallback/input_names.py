@@ -20,6 +20,7 @@ COORDINATOR_INPUTS = (
     "execution-timeout-minutes",
     "admission-timeout-minutes",
     "runners",
+    "hosted-last-resort",
     "workload",
     "source-policy",
     "api-version",

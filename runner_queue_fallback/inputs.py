@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from runner_queue_fallback import timing
 from runner_queue_fallback.errors import InputError, InputErrors
 from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
+from runner_queue_fallback.hosted import hosted_candidate, hosted_problem
 from runner_queue_fallback.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
 from runner_queue_fallback.overrides import parse_json, resolve_runners
 from runner_queue_fallback.profiles import Candidate, Profile
@@ -421,17 +422,22 @@ def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSetting
         required=False,
     )
     raw_runners = _raw(reader.environ, "runners")
+    hosted = reader.get("hosted-last-resort", _text, None, required=False)
     if runner_type is None:
         return None
     profile = profiles[runner_type]
-    if raw_runners is None:
-        candidates = profile.candidates(policy, minutes)
-    else:
-        try:
+    try:
+        if raw_runners is None:
+            deadline = minutes if minutes is not None else profile.default_queue_minutes(policy)
+            candidates = _with_hosted(
+                profile.candidates(policy, minutes), hosted, profile, deadline
+            )
+        else:
+            _no_opt_in_beside(hosted)
             candidates = resolve_runners(raw_runners, profile, policy, minutes)
-        except InputError as error:
-            reader.errors.append(error)
-            return None
+    except InputError as error:
+        reader.errors.append(error)
+        return None
     return PoolSettings(
         runner_type=profile.runner_type,
         profile=profile,
@@ -442,6 +448,48 @@ def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSetting
         overridden=raw_runners is not None,
         admission_timeout_minutes=admission,
     )
+
+
+_HOSTED_ALLOWED = (
+    "blank (no hosted runner), or one GitHub-hosted Linux runner label of the runner type's "
+    "architecture: ubuntu-24.04 for cpu-amd64, ubuntu-24.04-arm for cpu-arm64, or a larger "
+    "runner's name"
+)
+
+
+def _with_hosted(
+    candidates: tuple[Candidate, ...], label: str | None, profile: Profile, deadline: float
+) -> tuple[Candidate, ...]:
+    """`hosted-last-resort` (issue 33): the profile's list, then the hosted label, last.
+
+    It has no deadline of its own: the action-level `queue-timeout-minutes`, else the policy's.
+    """
+    if label is None:
+        return candidates
+    problem = hosted_problem(label, profile)
+    if problem is not None:
+        raise InputError("hosted-last-resort", problem, given=label, allowed=_HOSTED_ALLOWED)
+    if len(candidates) >= timing.MAX_CANDIDATES:
+        raise InputError(
+            "hosted-last-resort",
+            f"would make {len(candidates) + 1} candidates; at most {timing.MAX_CANDIDATES} are "
+            f"allowed and runner-type {profile.runner_type!r} already has {len(candidates)}",
+            given=label,
+            allowed=_HOSTED_ALLOWED,
+        )
+    return (*candidates, hosted_candidate(label, deadline))
+
+
+def _no_opt_in_beside(label: str | None) -> None:
+    """`hosted-last-resort` appends to the profile's list: an explicit `runners` has none."""
+    if label is not None:
+        raise InputError(
+            "hosted-last-resort",
+            "cannot be combined with an explicit `runners` list, which replaces the profile's "
+            f'list; put {{"hosted": "{label}"}} last in `runners` instead',
+            given=label,
+            allowed="blank when `runners` is set",
+        )
 
 
 def read_coordinator_inputs(

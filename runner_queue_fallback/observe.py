@@ -106,6 +106,11 @@ class Observation:
         return any(_job_evidence(job) for job in self.jobs)
 
     @property
+    def step_started(self) -> bool:
+        """Whether a step of a job has begun: the worker ran (not only a runner assigned)."""
+        return any(step.status not in _UNSTARTED_STEP for job in self.jobs for step in job.steps)
+
+    @property
     def reported_over(self) -> bool:
         """The run or one of its jobs already says completed (the other report may lag behind)."""
         return self.run.status == "completed" or any(job.status == "completed" for job in self.jobs)

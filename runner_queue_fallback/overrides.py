@@ -3,6 +3,10 @@
 Every candidate must keep the runner type's family, architecture and GPU count; all share one OS;
 a repeated pool is allowed only last, with its own deadline and the same group. Malformed JSON
 or an invalid candidate is an error, never a silent fall back to the defaults.
+
+A departure (issue 33): `{"hosted": "<label>"}` may come after them all, a GitHub-hosted runner
+as the last resort (`hosted.py`); "final" in the repeated-pool rule then means final among the
+self-hosted candidates.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ import json
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.errors import InputError
+from runner_queue_fallback.hosted import hosted_candidate, hosted_problem
 from runner_queue_fallback.profiles import MEMORY_GROUP, Candidate, LabelInfo, Profile, parse_label
 
 __all__ = ["parse_json", "resolve_runners"]
 
 _CANDIDATE_KEYS = {"group", "labels", "queue-timeout-minutes"}
+_HOSTED_KEYS = {"hosted", "queue-timeout-minutes"}
 
 
 def parse_json(name: str, raw: str, allowed: str) -> object:
@@ -45,9 +51,11 @@ def resolve_runners(
             allowed=_RUNNERS_SHAPE,
         )
     default_minutes = minutes if minutes is not None else profile.default_queue_minutes(policy)
+    hosted = _hosted_last(items, profile, default_minutes)
+    self_hosted = items[:-1] if hosted is not None else items
     candidates: list[Candidate] = []
     first_os: str | None = None
-    for index, item in enumerate(items, start=1):
+    for index, item in enumerate(self_hosted, start=1):
         candidate, info = _candidate(index, item, profile, default_minutes)
         first_os = first_os or info.os
         if info.os != first_os:
@@ -55,14 +63,45 @@ def resolve_runners(
                 index,
                 f"runs on OS {info.os!r} but the first candidate on {first_os!r}; all share one OS",
             )
-        _check_duplicate(index, len(items), item, candidate, candidates)
+        _check_duplicate(index, len(self_hosted), item, candidate, candidates)
         candidates.append(candidate)
-    return tuple(candidates)
+    if hosted is not None and first_os not in {None, "linux"}:
+        raise _bad(len(items), f"is a Linux hosted runner but the others run on OS {first_os!r}")
+    return (*candidates, *(() if hosted is None else (hosted,)))
 
 
 _RUNNERS_SHAPE = (
-    '[{"group": "...", "labels": "...", "queue-timeout-minutes": 1-60 (optional)}, ...]'
+    '[{"group": "...", "labels": "...", "queue-timeout-minutes": 1-60 (optional)}, ...], '
+    'optionally ending with {"hosted": "ubuntu-24.04", "queue-timeout-minutes": 1-60 (optional)}'
 )
+
+
+def _hosted_last(items: list[object], profile: Profile, default_minutes: float) -> Candidate | None:
+    """The hosted candidate, which only the last item may be; None when there is none."""
+    for index, item in enumerate(items, start=1):
+        if isinstance(item, dict) and "hosted" in item and index != len(items):
+            raise _bad(
+                index,
+                "is a GitHub-hosted runner; a hosted candidate is allowed only as the last one",
+            )
+    last = items[-1]
+    if not (isinstance(last, dict) and "hosted" in last):
+        return None
+    index = len(items)
+    unknown = set(last) - _HOSTED_KEYS
+    if unknown:
+        raise _bad(
+            index,
+            f"is a hosted runner and takes only 'hosted' and "
+            f"'queue-timeout-minutes', not {sorted(unknown)}",
+        )
+    label = last["hosted"]
+    if not isinstance(label, str):
+        raise _bad(index, "needs 'hosted': one GitHub-hosted runner label such as ubuntu-24.04")
+    problem = hosted_problem(label, profile)
+    if problem is not None:
+        raise _bad(index, problem)
+    return hosted_candidate(label, _deadline(index, last, default_minutes))
 
 
 def _bad(index: int, problem: str) -> InputError:
@@ -87,6 +126,11 @@ def _candidate(
             index,
             f"uses a memory-optimised label, which needs group {MEMORY_GROUP!r} (got {group!r})",
         )
+    return Candidate(group, labels_value, _deadline(index, item, default_minutes)), info
+
+
+def _deadline(index: int, item: dict[str, object], default_minutes: float) -> float:
+    """The candidate's own `queue-timeout-minutes`, else the action-level or the policy's."""
     deadline = item.get("queue-timeout-minutes", default_minutes)
     if (
         isinstance(deadline, bool)
@@ -94,7 +138,7 @@ def _candidate(
         or not timing.QUEUE_MINUTES_MIN <= deadline <= timing.QUEUE_MINUTES_MAX
     ):
         raise _bad(index, f"queue-timeout-minutes must be a number from 1 to 60 (got {deadline!r})")
-    return Candidate(group, labels_value, float(deadline)), info
+    return float(deadline)
 
 
 def _labels(index: int, labels: object) -> str | tuple[str, ...]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import DeadlineExceeded, NotFound, SequenceError
+from runner_queue_fallback.errors import Cancelled, DeadlineExceeded, NotFound, SequenceError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.observe import GRACE_RUN_STATUSES
@@ -46,7 +46,8 @@ def check_parent(
             if run.status == "in_progress":
                 return run
             if run.status not in GRACE_RUN_STATUSES:
-                raise SequenceError(
+                stopped = Cancelled if run.conclusion == "cancelled" else SequenceError
+                raise stopped(  # a gate reads `cancelled` for a cancelled parent, not `error`
                     f"parent run {run_id}: expected an active run, observed status "
                     f"{run.status!r} conclusion {run.conclusion!r}"
                 )

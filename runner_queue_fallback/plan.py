@@ -6,8 +6,9 @@ import math
 from dataclasses import dataclass
 
 from runner_queue_fallback import timing
+from runner_queue_fallback.hosted import BILLED_NOTE, hosted_warning
 from runner_queue_fallback.inputs import PoolSettings
-from runner_queue_fallback.profiles import Candidate
+from runner_queue_fallback.profiles import HOSTED_POOL, Candidate
 from runner_queue_fallback.report import escape_log_line
 
 __all__ = ["Plan", "make_plan", "short_deadline_reason"]
@@ -90,16 +91,38 @@ class Plan:
 
     @property
     def warnings(self) -> list[str]:
-        """What may go wrong with these inputs although they are valid: short queue deadlines."""
+        """What may go wrong with these valid inputs: short deadlines, an unclassified hosted label."""
+        found = self.hosted_warnings
         if not self.short_deadlines:
-            return []
+            return found
         which = ", ".join(
             f"candidate {n} ({c.pool_text}, {_fmt(c.queue_minutes)} min)"
             for n, c in self.short_deadlines
         )
         return [
             f"queue deadline under {timing.SHORT_QUEUE_MINUTES} min for {which}: "
-            + short_deadline_reason()
+            + short_deadline_reason(),
+            *found,
+        ]
+
+    @property
+    def hosted_warnings(self) -> list[str]:
+        """The hosted candidate's label taken on trust, if the program cannot classify it."""
+        profile = self.settings.profile
+        return [
+            text
+            for c in self.candidates
+            if c.hosted and (text := hosted_warning(c.label_text, profile)) is not None
+        ]
+
+    @property
+    def hosted_notes(self) -> list[str]:
+        """What a hosted candidate costs: billed minutes, no runner group, no private network."""
+        return [
+            f"candidate {n} ({c.pool_text}, {_fmt(c.queue_minutes)} min queue deadline) is "
+            f"{BILLED_NOTE}; it is tried only after every self-hosted deadline"
+            for n, c in enumerate(self.candidates, start=1)
+            if c.hosted
         ]
 
     @property
@@ -114,7 +137,13 @@ class Plan:
             "queue-policy": self.settings.queue_policy,
             "runners-override": self.settings.overridden,
             "candidates": [
-                {"order": n, "pool": c.name, **c.runner(), "queue-timeout-minutes": c.queue_minutes}
+                {
+                    "order": n,
+                    "pool": c.name,
+                    **c.runner(),
+                    "hosted": c.hosted,
+                    "queue-timeout-minutes": c.queue_minutes,
+                }
                 for n, c in enumerate(self.candidates, start=1)
             ],
             "queue-budget-minutes": self.queue_minutes,
@@ -126,6 +155,7 @@ class Plan:
             "request-quota-wait-max-minutes": self.request_wait_max_minutes,
             "fits-hosted-runner": self.fits_hosted_runner,
             "warnings": self.warnings,
+            "notes": self.hosted_notes,
         }
 
     def render(self) -> str:
@@ -135,7 +165,7 @@ class Plan:
             (
                 str(n),
                 c.name or "-",
-                escape_log_line(c.group),
+                escape_log_line(c.group) if not c.hosted else f"({HOSTED_POOL})",
                 escape_log_line(c.label_text),
                 f"{_fmt(c.queue_minutes)} min",
             )
@@ -172,6 +202,7 @@ class Plan:
                 f"({_fmt(self.request_wait_max_minutes)} min) before its error is reported"
             ),
         ]
+        lines += [f"note: {escape_log_line(text)}" for text in self.hosted_notes]
         lines += [f"warning: {escape_log_line(text)}" for text in self.warnings]
         if not self.fits_hosted_runner:
             lines.append(

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from runner_queue_fallback.errors import ProfileError
 
 __all__ = [
+    "HOSTED_POOL",
     "Candidate",
     "LabelInfo",
     "Profile",
@@ -63,14 +64,23 @@ def parse_label(label: str) -> LabelInfo | None:
     return None
 
 
+#: How logs, the summary and `plan` name the pool of a GitHub-hosted candidate (no group).
+HOSTED_POOL = "GitHub-hosted"
+
+
 @dataclass(frozen=True)
 class Candidate:
-    """One pool to try: where the child is sent and how long it may wait there for a runner."""
+    """One pool to try: where the child is sent and how long it may wait there for a runner.
+
+    `hosted` (issue 33, a departure): a GitHub-hosted runner label as the last resort; it has no
+    runner group, so the child's `runs-on` names the label alone.
+    """
 
     group: str
     labels: Labels
     queue_minutes: float
     name: str = ""
+    hosted: bool = False
 
     @property
     def queue_seconds(self) -> float:
@@ -78,18 +88,23 @@ class Candidate:
         return self.queue_minutes * 60
 
     def runner(self) -> dict[str, object]:
-        """The `runs-on` mapping the child receives: group and labels only, never the deadline."""
+        """The `runs-on` mapping the child receives: group and labels only, never the deadline.
+
+        A hosted candidate has no group: `{"labels": "ubuntu-24.04"}`.
+        """
         labels = list(self.labels) if isinstance(self.labels, tuple) else self.labels
+        if self.hosted:
+            return {"labels": labels}
         return {"group": self.group, "labels": labels}
 
     def runner_json(self) -> str:
-        """The child's `runner` input: compact JSON of `{group, labels}`."""
+        """The child's `runner` input: compact JSON of `{group, labels}` (`{labels}` if hosted)."""
         return json.dumps(self.runner(), separators=(",", ":"))
 
     @property
     def pool_text(self) -> str:
-        """`group / labels`, as logs and summaries name the pool."""
-        return f"{self.group} / {self.label_text}"
+        """`group / labels`, as logs and summaries name the pool (`GitHub-hosted / label`)."""
+        return f"{HOSTED_POOL if self.hosted else self.group} / {self.label_text}"
 
     @property
     def label_text(self) -> str:

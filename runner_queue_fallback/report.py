@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 #: The outputs the coordinator sets, as spelled in action.yml.
-COORDINATOR_OUTPUTS = ("run-id", "run-url", "runner", "attempts", "attempts-json")
+COORDINATOR_OUTPUTS = ("outcome", "run-id", "run-url", "runner", "attempts", "attempts-json")
 
 
 #: What ends a line for the runner (.NET ReadLine: CR, LF) or for a viewer of the log (every
@@ -145,6 +145,8 @@ def escape_markdown(text: str) -> str:
     `markdown_link`.
     """
     text = _LINE_BREAK.sub(" ", text)
+    if not _may_autolink(text):
+        return _escape_inline(text)
     parts: list[str] = []
     start = 0
     for match in _AUTOLINK.finditer(text):
@@ -152,6 +154,15 @@ def escape_markdown(text: str) -> str:
         start = match.end()
     parts.append(_escape_inline(text[start:]))
     return "".join(parts)
+
+
+def _may_autolink(text: str) -> bool:
+    """Whether `_AUTOLINK` can match at all: it needs `://`, `www.` or `@`.
+
+    Asked first, since its search takes time quadratic in a long run of word characters, such
+    as a token to mask.
+    """
+    return "@" in text or "://" in text or "www." in text.lower()
 
 
 def _escape_inline(text: str) -> str:

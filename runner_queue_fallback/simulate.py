@@ -6,7 +6,7 @@ what a person would see in the Actions UI, rendered for a terminal and stamped w
 the step log, the post step, each worker's guard step, the step summary, the outputs and a
 timeline of what really happened to every child run (from the fake GitHub, not from our logs).
 
-Long (547 lines) because the command, its catalogue entries and the story it prints from one run;
+Long (603 lines) because the command, its catalogue entries and the story it prints from one run;
 issue 34 splits the rendering out.
 """
 
@@ -26,16 +26,17 @@ from runner_queue_fallback.clock import SystemClock
 from runner_queue_fallback.commands import Main
 from runner_queue_fallback.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.inputs import read_pool_settings as _read_pool_settings
-from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.profiles import HOSTED_POOL, load_profiles
 from runner_queue_fallback.report import escape_json, escape_log_line
 from runner_queue_fallback.scenarios import (
     DEFAULT_SCENARIO,
     CatalogueEntry,
     CatalogueError,
     CoordinatorSpec,
+    Expectation,
     load_catalogue,
 )
-from runner_queue_fallback.scenarios.predict import Unpredictable, predict
+from runner_queue_fallback.scenarios.predict import TooClose, Unpredictable, predict
 from runner_queue_fallback.sim.model import RunHistory, Timings, Workload
 from runner_queue_fallback.sim.scenario import PoolSpec, Scenario
 from runner_queue_fallback.simulation import (
@@ -77,6 +78,10 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
         from runner_queue_fallback.stats import replay  # noqa: PLC0415  # only for --waits
 
         return replay.run(args, inputs, out, main=main)
+    if getattr(args, "write_history", None):
+        from runner_queue_fallback.stats import fleet  # noqa: PLC0415  # only for --write-history
+
+        return fleet.run(args, out)
     try:
         if args.list:
             _print_list(out, as_json=args.json)
@@ -84,11 +89,12 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
         chosen, stated = _choose(args, inputs)
         for spec in chosen.coordinators:
             _validate_inputs(spec.inputs)
-        entry = _with_expectation(chosen, stated, _flags(args, inputs))
+        entry, close = _with_expectation(chosen, stated, _flags(args, inputs))
     except (SimulateError, CatalogueError) as exc:
         print(escape_log_line(f"simulate: error: {exc}"), file=out)
         return EXIT_BAD_INPUT
-    stated = True  # every run has an expectation: the catalogue's, or one recomputed
+    # Every run has an expectation (the catalogue's, or one recomputed), or is too close to call.
+    stated = close is None
     started = SystemClock().monotonic()
     sim = simulate_entry(entry, main=main)
     wall = SystemClock().monotonic() - started
@@ -97,10 +103,10 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
         for r, c in zip(sim.runs, entry.coordinators, strict=True)
     ]
     if args.json:
-        document = as_json(sim, entry, problems, stated=stated)
+        document = as_json(sim, entry, problems, stated=stated, close=close)
         print(escape_json(json.dumps(document, indent=2)), file=out)
     else:  # each rendered line is one log line, whatever a flag's value holds
-        lines = render(sim, entry, problems, stated=stated, wall=wall)
+        lines = render(sim, entry, problems, stated=stated, wall=wall, close=close)
         print("\n".join(escape_log_line(line) for line in lines), file=out)
     return EXIT_UNEXPECTED if any(problems) else EXIT_OK
 
@@ -164,13 +170,16 @@ def _flags(args: argparse.Namespace, inputs: Mapping[str, str]) -> list[str]:
     return flags + (["--workload-minutes"] if args.workload_minutes is not None else [])
 
 
-def _with_expectation(entry: CatalogueEntry, stated: bool, flags: list[str]) -> CatalogueEntry:
+def _with_expectation(
+    entry: CatalogueEntry, stated: bool, flags: list[str]
+) -> tuple[CatalogueEntry, TooClose | None]:
     """A catalogue entry as stated, or one whose story and expectation are worked out anew.
 
     Flags that change a catalogue scenario's pools are refused: its story is about its pools.
+    An outcome too close to call runs without an expectation (`TooClose`: what it turns on).
     """
     if stated:
-        return entry
+        return entry, None
     custom = entry.name == "custom"
     pool_flags = [f for f in flags if f.removeprefix("--") in _POOL_INPUTS]
     if not custom and pool_flags:
@@ -188,18 +197,37 @@ def _with_expectation(entry: CatalogueEntry, stated: bool, flags: list[str]) -> 
     settings = _read_pool_settings(
         {env_name(k): v for k, v in spec.inputs.items()}, load_profiles()
     )
+    title = "Your inputs" if custom else f"changed by {', '.join(flags)}"
     try:
         found = predict(entry.world, settings.candidates, settings.execution_timeout_minutes)
+    except TooClose as close:
+        unstated = (spec.model_copy(update={"expect": None}),)
+        story = f"{title}: {close.story}."
+        return entry.model_copy(update={"description": story, "coordinators": unstated}), close
     except Unpredictable as exc:
         what = "your inputs" if custom else f"scenario {entry.name!r} with {', '.join(flags)}"
         raise SimulateError(f"the outcome of {what} cannot be stated in advance: {exc}") from None
-    title = "Your inputs" if custom else f"changed by {', '.join(flags)}"
-    return entry.model_copy(
-        update={
-            "description": f"{title}: {found.story}.",
-            "coordinators": (spec.model_copy(update={"expect": found.expect}),),
-        }
-    )
+    stated_now = (spec.model_copy(update={"expect": found.expect}),)
+    story = f"{title}: {found.story}."
+    return entry.model_copy(update={"description": story, "coordinators": stated_now}), None
+
+
+def which_way(sim: Simulated, run: SimulationRun, close: TooClose) -> str:
+    """How a run too close to call went: the side of the hinge it fell on, and its end."""
+    observed = sim.observed(run)
+    ended = Expectation(
+        exit_code=observed.exit_code, attempts=observed.attempts, served_by=observed.served_by
+    ).describe()
+    if close.pool is None:
+        timed_out = any("execution timeout" in o for o in observed.outcomes)
+        side = f"the workload {'was cut off at' if timed_out else 'ended within'} its timeout"
+    elif any("race" in o for o in observed.outcomes):
+        side = f"{close.pool} freed its runner just as its child was being cancelled (the race)"
+    elif observed.served_by == close.pool:
+        side = f"{close.pool} freed its runner before its queue deadline"
+    else:
+        side = f"the queue deadline came first: {close.pool}'s child was cancelled"
+    return f"{side}; {ended}"
 
 
 # -------------------------------------------------------------------------- building worlds
@@ -273,7 +301,11 @@ def entry_from_flags(
     for candidate in settings.candidates:
         pools.setdefault(
             (candidate.group, candidate.label_text),
-            PoolSpec(group=candidate.group, labels=candidate.labels),
+            PoolSpec(
+                group=HOSTED_POOL if candidate.hosted else candidate.group,
+                labels=candidate.labels,
+                hosted=candidate.hosted,
+            ),
         )
     world = Scenario(
         name="custom",
@@ -401,7 +433,8 @@ def render_timeline(sim: Simulated, run: SimulationRun, entry: CatalogueEntry) -
     lines = [f"{stamp(at)} {what}" for at, what in _world_events(entry)]
     guards = {g.run_id: g for g in sim.guards}
     for number, child in enumerate(sim.children(run), start=1):
-        pool = f"{child.pool[0]} / {','.join(child.pool[1])}" if child.pool else "no pool"
+        group = child.pool[0] or HOSTED_POOL if child.pool else ""  # no group: hosted
+        pool = f"{group} / {','.join(child.pool[1])}" if child.pool else "no pool"
         lines.append(f"candidate {number}: {pool}, child run {child.run_id}")
         events = _child_events(child, guards.get(child.run_id) is not None)
         lines += [f"  {stamp(at)} {what}" for at, what in sorted(events, key=lambda e: e[0])]
@@ -448,11 +481,14 @@ def render(
     *,
     stated: bool,
     wall: float,
+    close: TooClose | None = None,
 ) -> list[str]:
-    """The whole text report."""
+    """The whole text report; `close`: the outcome was too close to call, so none was stated."""
     lines = [f"Scenario {entry.name}: {entry.description}"]
     if stated:
         lines.append(f"Expected: {entry.expected}")
+    elif close is not None:
+        lines.append("Expected: cannot be stated in advance, the outcome depends on the timing")
     lines += _section("Pools") + [_describe_pool(p) for p in entry.world.pools]
     many = len(sim.runs) > 1
     for index, run in enumerate(sim.runs):
@@ -474,11 +510,10 @@ def render(
     for index, run in enumerate(sim.runs):
         who = f"coordinator {index + 1}: " if many else ""
         lines.append(f"{who}exit code {run.exit_code}, post step exit code {run.post_exit_code}")
-        if stated and problems[index]:
-            lines += [f"  NOT AS EXPECTED: {p}" for p in problems[index]]
-        elif stated:
-            expect = entry.coordinators[index].expect
-            lines.append(f"  as expected: {expect.describe() if expect else 'nothing stated'}")
+        if stated:
+            lines += _verdict(problems[index], entry.coordinators[index])
+        elif close is not None:
+            lines.append(f"  the timing decided: {which_way(sim, run, close)}")
     ledger = ledger_summary(sim)
     lines.append(
         f"Repository API requests (coordinators and guards): {ledger['sent']} sent, "
@@ -486,6 +521,13 @@ def render(
     )
     lines.append(f"Simulated {stamp(sim.virtual_seconds)[1:-1]} of virtual time in {wall:.2f} s")
     return lines
+
+
+def _verdict(problems: list[str], spec: CoordinatorSpec) -> list[str]:
+    """How one coordinator ended against what was stated for it."""
+    if problems:
+        return [f"  NOT AS EXPECTED: {p}" for p in problems]
+    return [f"  as expected: {spec.expect.describe() if spec.expect else 'nothing stated'}"]
 
 
 def _section(title: str) -> list[str]:
@@ -522,9 +564,17 @@ def ledger_summary(sim: Simulated) -> dict[str, Any]:
 
 
 def as_json(
-    sim: Simulated, entry: CatalogueEntry, problems: list[list[str]], *, stated: bool
+    sim: Simulated,
+    entry: CatalogueEntry,
+    problems: list[list[str]],
+    *,
+    stated: bool,
+    close: TooClose | None = None,
 ) -> dict[str, Any]:
-    """Attempts, outputs and exit codes of each coordinator, and the ledger summary."""
+    """Attempts, outputs and exit codes of each coordinator, and the ledger summary.
+
+    `timing`: for an outcome too close to call, what it turned on and which way it went.
+    """
     coordinators = []
     for run, spec, found in zip(sim.runs, entry.coordinators, problems, strict=True):
         observed = sim.observed(run)
@@ -539,6 +589,9 @@ def as_json(
                 "expected": spec.expect.describe() if stated and spec.expect else None,
                 "as-expected": (not found) if stated and spec.expect else None,
                 "problems": found,
+                "timing": None
+                if close is None
+                else {"depends-on": close.hinge, "went": which_way(sim, run, close)},
             }
         )
     return {

@@ -7,7 +7,7 @@ own subcommands, and the harness sits below the root, not beside it in a circle.
 line a step prints is kept with the virtual second it was written at, so `simulate` can show the
 log as the Actions UI would, stamped with simulated time.
 
-Long (477 lines) because the harness's environment, state hand-over between main and post step, and
+Long (511 lines) because the harness's environment, state hand-over between main and post step, and
 signals are one sequence of a job.
 """
 
@@ -21,6 +21,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -300,12 +301,12 @@ def run_coordinator(
         environ = coordinator_environ(
             world, inputs, files, parent_run_id=parent_run_id, token=token, extra=extra_environ
         )
-        disarm = _interrupt(clock, interrupt_at) if interrupt_at is not None else None
+        signal = _Signalled(clock, interrupt_at) if interrupt_at is not None else None
         log = StampedLog(clock.monotonic)
         with capture_stdout(log):
-            code = main(["coordinate"], environ, clock=clock, session=world.session())
-        if disarm is not None:
-            disarm()  # the signal is the runner cancelling the main step, never the post step
+            code = main(["coordinate"], environ, clock=signal or clock, session=world.session())
+        if signal is not None:
+            signal.disarm()
         state = read_key_values(files / "state")
         result = SimulationRun(
             exit_code=code,
@@ -372,26 +373,56 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
-def _interrupt(clock: Clock, at: float) -> Callable[[], None]:
-    """Deliver SIGTERM (as Interrupted) the first time the clock reaches `at`; return a disarm."""
-    fired = False
+class _Signalled:
+    """The main step's clock with the runner's SIGTERM due at `at`, delivered as a real one is.
 
-    def check() -> None:
-        nonlocal fired
-        if not fired and clock.monotonic() >= at:
-            fired = True
+    A signal cuts short the sleep it lands in (Python re-raises a handler's exception out of
+    `time.sleep`): a sleep that would pass `at` ends there, and Interrupted is raised at exactly
+    the signal's virtual second. Time that passes outside a sleep (a request's latency, advanced
+    by the fake GitHub) delivers it as soon as the clock reaches `at`.
+    """
+
+    def __init__(self, clock: Clock, at: float) -> None:
+        """Arm the signal on `clock`, which must announce its moves (`on_advance`)."""
+        on_advance: Callable[[Callable[[], None]], None] | None = getattr(clock, "on_advance", None)
+        if on_advance is None:
+            raise TypeError("interrupt_at needs a clock with on_advance (FakeClock, VirtualClock)")
+        self._clock = clock
+        self._at = at
+        self.fired = False
+        on_advance(self._check)
+
+    def monotonic(self) -> float:
+        """The wrapped clock's reading."""
+        return self._clock.monotonic()
+
+    def now(self) -> datetime:
+        """The wrapped clock's wall-clock time."""
+        return self._clock.now()
+
+    def sleep(self, seconds: float) -> None:
+        """Sleep, unless the signal comes first: then sleep until it and raise Interrupted."""
+        if seconds < 0:
+            raise ValueError("time can't go backwards")
+        left = self._at - self._clock.monotonic()
+        if self.fired or left > seconds:
+            self._clock.sleep(seconds)
+            return
+        self._clock.sleep(max(0.0, left))  # the listener may deliver it as time reaches `at`
+        self._deliver()  # ... or float rounding left the clock a hair short of it
+
+    def disarm(self) -> None:
+        """The main step ended: the runner signals the main step, never the post step."""
+        self.fired = True
+
+    def _check(self) -> None:
+        if not self.fired and self._clock.monotonic() >= self._at:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        if not self.fired:
+            self.fired = True
             raise Interrupted("SIGTERM")
-
-    on_advance: Callable[[Callable[[], None]], None] | None = getattr(clock, "on_advance", None)
-    if on_advance is None:
-        raise TypeError("interrupt_at needs a clock with on_advance (FakeClock, VirtualClock)")
-    on_advance(check)
-
-    def disarm() -> None:
-        nonlocal fired
-        fired = True
-
-    return disarm
 
 
 # ------------------------------------------------------------------ catalogue scenarios

@@ -6,8 +6,19 @@ import json
 
 from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.github.versions import OLDER
+from runner_queue_fallback.hosted import BILLED_NOTE
+from runner_queue_fallback.outcome import (
+    ERROR,
+    FAILURE,
+    NO_RUNNER,
+    PHRASES,
+    SUCCESS,
+    outcome_of,
+    title,
+)
 from runner_queue_fallback.profiles import Candidate
-from runner_queue_fallback.report import Reporter, escape_markdown, escape_mermaid, markdown_link
+from runner_queue_fallback.report import Reporter, escape_markdown, markdown_link
+from runner_queue_fallback.timeline import timeline
 
 __all__ = [
     "LINK_SEPARATOR",
@@ -15,6 +26,7 @@ __all__ = [
     "NOT_TRIED",
     "WORKER_LINK",
     "attempts_json",
+    "headline",
     "log_link",
     "outputs",
     "publish",
@@ -32,6 +44,11 @@ NEVER_HAD_A_RUNNER = "never had a runner"
 LINK_SEPARATOR = " \u2014 "
 #: The summary's mark for a candidate of the plan that was never dispatched.
 NOT_TRIED = "not tried"
+#: The headline of an outcome whose worker ran: where it ran.
+_WHERE_IT_RAN = {
+    SUCCESS: "the worker succeeded on {pool}",
+    FAILURE: "the worker ran on {pool} and did not succeed",
+}
 
 
 def worker_link(attempt: Attempt | None) -> tuple[str, str] | None:
@@ -60,8 +77,9 @@ def attempts_json(result: Result) -> str:
     entries = [
         {
             "attempt": a.number,
-            "group": a.candidate.group,
+            "group": a.candidate.group or None,  # a hosted runner has none
             "labels": a.candidate.runner()["labels"],
+            "hosted": a.candidate.hosted,
             "queue-timeout-minutes": a.candidate.queue_minutes,
             "run-id": a.run_id,
             "run-url": a.run_url,
@@ -78,6 +96,7 @@ def outputs(result: Result) -> dict[str, str]:
     last = result.last
     dispatched = len(result.dispatched)
     return {
+        "outcome": outcome_of(result),
         "run-id": str(last.run_id) if last and last.run_id else "",
         "run-url": (last.run_url or "") if last else "",
         "runner": last.candidate.runner_json() if last else "",
@@ -94,9 +113,7 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
     ones never dispatched are marked "not tried".
     """
     last = result.last
-    pool = last.candidate.pool_text if last else "no pool"
-    title = "succeeded" if result.success else "failed"
-    lines = [f"## Runner queue fallback {title} ({escape_markdown(pool)})", ""]
+    lines = [f"## {headline(result)}", ""]
     lines += [
         "| # | pool | queue deadline | observed wait | child run | outcome |",
         "| --- | --- | --- | --- | --- | --- |",
@@ -116,6 +133,7 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
             f"{candidate.queue_minutes:g} min | {wait} | {child} | {escape_markdown(outcome)} |"
         )
     lines.append("")
+    lines += _hosted_line(result)
     lines += _api_version_line(result)
     if result.error is not None:
         lines += [f"**Error:** {escape_markdown(str(result.error))}", ""]
@@ -135,11 +153,41 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
     link = worker_link(last)
     if link is not None:
         lines += [markdown_link(link[0], link[1], server_url), ""]
-    if last is not None and last.run_url:
+    if last is not None and last.run_url and last.step_started:  # only a run that executed
         artifacts = f"{last.run_url}#artifacts"
         lines += [markdown_link("Artifacts of the worker run", artifacts, server_url), ""]
     lines += timeline(result)
     return "\n".join(lines) + "\n"
+
+
+def headline(result: Result) -> str:
+    """The summary's headline (Markdown): the outcome word, then what it means here.
+
+    The pool is named only where a worker ran; after every queue is exhausted none is at fault,
+    and each one's wait is in the table below.
+    """
+    word = outcome_of(result)
+    last = result.last
+    if word == NO_RUNNER:
+        return (
+            f"{word}: {PHRASES[word]}; no pool gave one before its queue deadline "
+            "(each pool's wait is in the table)"
+        )
+    if word == ERROR:
+        return escape_markdown(title(word, result.error))
+    if word not in _WHERE_IT_RAN or last is None:
+        return f"{word}: {PHRASES[word]}"
+    return f"{word}: {_WHERE_IT_RAN[word].format(pool=escape_markdown(last.candidate.pool_text))}"
+
+
+def _hosted_line(result: Result) -> list[str]:
+    """A dispatched hosted candidate (issue 33) is marked: its minutes are billed."""
+    hosted = [a for a in result.dispatched if a.candidate.hosted]
+    return [
+        f"**GitHub-hosted:** candidate {a.number} "
+        f"({escape_markdown(a.candidate.label_text)}) went to {BILLED_NOTE}."
+        for a in hosted
+    ] + ([""] if hosted else [])
 
 
 def _requeues(result: Result) -> list[str]:
@@ -174,58 +222,6 @@ def _plan(result: Result) -> list[Candidate]:
     return result.candidates or [a.candidate for a in result.attempts]
 
 
-def timeline(result: Result) -> list[str]:
-    """A Mermaid `gantt` chart of the attempts: queue wait, cancel and proof, execution, deadlines.
-
-    Times are seconds since the first dispatch (`dateFormat X`, shown as hours:minutes). Every
-    label goes through `escape_mermaid`. Empty when nothing was dispatched.
-    """
-    started = [a for a in result.attempts if a.dispatched_at is not None]
-    if not started:
-        return []
-    origin = min(a.dispatched_at for a in started if a.dispatched_at is not None)
-    lines = [
-        "```mermaid",
-        "gantt",
-        "    title Attempts (time since the first dispatch)",
-        "    dateFormat X",
-        "    axisFormat %H:%M",
-    ]
-    for a in started:
-        lines.append(f"    section {a.number} {escape_mermaid(a.candidate.pool_text)}")
-        lines += [
-            f"    {escape_mermaid(label)} :{begin - origin:.0f}, {end - origin:.0f}"
-            for label, begin, end in _phases(a)
-        ]
-        if a.queued_at is not None:
-            deadline = a.queued_at + a.candidate.queue_seconds - origin
-            mark = f"queue deadline {a.candidate.queue_minutes:g} min"
-            lines.append(f"    {escape_mermaid(mark)} :milestone, {deadline:.0f}, 0s")
-    lines += ["```", ""]
-    return lines
-
-
-def _phases(a: Attempt) -> list[tuple[str, float, float]]:
-    """The phases of one attempt that have a start and an end, in order.
-
-    startup (dispatch to the job seen), queue wait (until a runner or the cancel), cancel and
-    proof (a cancel, until proven or a runner seen: the race), execution (a runner to the end).
-    """
-    assert a.dispatched_at is not None  # noqa: S101  # only dispatched attempts are drawn
-    end = max(a.dispatched_at, a.ended_at if a.ended_at is not None else a.dispatched_at)
-    seen = a.queued_at if a.queued_at is not None else a.allocated_at
-    left = a.queue_left_at
-    phases = [("startup", a.dispatched_at, seen if seen is not None else end)]
-    if a.queued_at is not None:
-        phases.append(("queue wait", a.queued_at, left if left is not None else end))
-    cancelled = left is not None and (a.allocated_at is None or a.allocated_at > left)
-    if cancelled and left is not None and left < end:
-        phases.append(("cancel and proof", left, end if a.allocated_at is None else a.allocated_at))
-    if a.allocated_at is not None:
-        phases.append(("execution", a.allocated_at, end))
-    return [(label, begin, max(begin, stop)) for label, begin, stop in phases]
-
-
 def publish(result: Result, reporter: Reporter) -> None:
     """Set the outputs, write the summary, and close the log with the result and the worker link."""
     for name, value in outputs(result).items():
@@ -237,9 +233,7 @@ def publish(result: Result, reporter: Reporter) -> None:
         reporter.log(f"The worker succeeded.{suffix}")
         return
     error = result.error
-    reporter.error(
-        f"{error}{suffix}", title=error.title if error else "Runner queue fallback failed"
-    )
+    reporter.error(f"{error or PHRASES[ERROR]}{suffix}", title=title(outcome_of(result), error))
     if result.cleanup is not None:
         line = f"{result.cleanup.describe()}{suffix}"
         if result.cleanup.confirmed:

@@ -12,7 +12,8 @@ from bench.losses import CancelContext, StartedCancel, started_cancels, warned_o
 from runner_queue_fallback import timing
 from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.inputs import PoolSettings
-from runner_queue_fallback.sim.model import pool_key
+from runner_queue_fallback.outcome import OUTCOMES
+from runner_queue_fallback.sim.model import RunHistory, pool_key
 from runner_queue_fallback.sim.reply import LedgerEntry
 from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import PARENT_RUN_ID, TOKEN, SimulationRun
@@ -35,6 +36,20 @@ def _refused(entry: LedgerEntry) -> bool:
 
 def children(world: FakeGitHub) -> list:  # type: ignore[type-arg]  # RunHistory list
     return sorted(world.history.values(), key=lambda h: h.dispatched_at)
+
+
+def _check_outcome(kids: list[RunHistory], run: SimulationRun) -> None:
+    """The gate's word (issue 31) is set on every exit and agrees with what really happened."""
+    outcome = run.outputs.get("outcome")
+    assert outcome in OUTCOMES, (outcome, run.exit_code)
+    assert (outcome == "success") is (run.exit_code == 0), (outcome, run.exit_code)
+    if outcome == "failure":  # a worker ran: a step of the last child began
+        assert kids, "failure without a child"
+        assert kids[-1].started_at is not None, "failure for a child whose job never started"
+    if outcome == "no-runner":  # every child cancelled before a runner took it
+        assert kids, "no-runner without a child"
+        assert all(kid.allocated_at is None for kid in kids)
+        assert all(kid.conclusion == "cancelled" for kid in kids)
 
 
 def check_invariants(world: FakeGitHub, run: SimulationRun, *, candidates: int) -> None:
@@ -274,12 +289,14 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
         assert run.outputs["runner"] == sent[-1].inputs["runner"]
     for kid in kids:
         send = dispatches[request_ids.index(kid.request_id)]
-        assert kid.pool == pool_key(**json.loads(send.inputs["runner"]))
+        # a hosted candidate's `runner` has no group (issue 33): runs-on names labels alone
+        assert kid.pool == pool_key(**{"group": "", **json.loads(send.inputs["runner"])})
     assert sum(1 for kid in kids if kid.workload_started_at is not None) <= 1
     if run.exit_code == 0 and guard:
         assert kids[-1].guard_passed is True
     if run.outputs.get("run-id"):
         assert "View worker job logs here" in run.summary
+    _check_outcome(kids, run)
 
     # -- waits: a poll at most 4 minutes; longer only for a rate limit or an admission wait -----
     limited = sum(1 for e in world.ledger if rate_limited(e))

@@ -233,10 +233,11 @@ def watch_stdout() -> Iterator[StdoutWatch]:
 # -------------------------------------------------------------- rules for the fuzz tests
 
 
-def plant_rule(plant: str) -> Rule:  # noqa: C901  # one branch per field planted
+def plant_rule(plant: str) -> Rule:
     """Add `plant` to every outside string the program may print: GitHub's error `message`,
     the request id header, the dispatch reply's `html_url`, a run's workflow name and branch,
     a job's runner and step names."""
+    planted: dict[tuple[int, bytes], bytes | None] = {}  # a body polled again is planted once
 
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
         del method, path, world
@@ -244,26 +245,36 @@ def plant_rule(plant: str) -> Rule:  # noqa: C901  # one branch per field plante
         for key in list(headers):
             if key.lower() == "x-github-request-id":
                 headers[key] = f"{headers[key]}{plant}"
-        body = json_body(reply)
-        if isinstance(body, dict):
-            if reply.status >= 400 and isinstance(body.get("message"), str):
-                body["message"] += plant
-            if isinstance(body.get("html_url"), str) and "workflow_run_id" in body:
-                body["html_url"] += plant
-            if "display_title" in body:
-                body["name"] = f"{body.get('name') or ''}{plant}"
-                body["head_branch"] = f"{body.get('head_branch') or ''}{plant}"
-            for job in body.get("jobs") or []:
-                if job.get("runner_name"):
-                    job["runner_name"] += plant
-                for step in job.get("steps") or []:
-                    step["name"] += plant
-            return replace(
-                with_json(reply, body), headers=headers | {"Content-Type": "application/json"}
-            )
-        return replace(reply, headers=headers)
+        seen = (reply.status, reply.body)
+        if seen not in planted:
+            planted[seen] = _planted_body(reply, plant)
+        body = planted[seen]
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            return Reply(reply.status, headers, body, reply.error)
+        return Reply(reply.status, headers, reply.body, reply.error)
 
     return rule
+
+
+def _planted_body(reply: Reply, plant: str) -> bytes | None:
+    """The JSON body with `plant` added to its outside strings; None if it is not an object."""
+    body = json_body(reply)
+    if not isinstance(body, dict):
+        return None
+    if reply.status >= 400 and isinstance(body.get("message"), str):
+        body["message"] += plant
+    if isinstance(body.get("html_url"), str) and "workflow_run_id" in body:
+        body["html_url"] += plant
+    if "display_title" in body:
+        body["name"] = f"{body.get('name') or ''}{plant}"
+        body["head_branch"] = f"{body.get('head_branch') or ''}{plant}"
+    for job in body.get("jobs") or []:
+        if job.get("runner_name"):
+            job["runner_name"] += plant
+        for step in job.get("steps") or []:
+            step["name"] += plant
+    return json.dumps(body).encode()
 
 
 def lag_rule(reads: int) -> Rule:
@@ -271,9 +282,9 @@ def lag_rule(reads: int) -> Rule:
     seen: dict[int, int] = {}
 
     def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
-        run_id = child_run_id(path, world)
-        body = json_body(reply)
-        if method != "GET" or run_id is None or not isinstance(body, dict):
+        run_id = child_run_id(path, world) if method == "GET" else None
+        body = json_body(reply) if run_id is not None else None
+        if run_id is None or not isinstance(body, dict):
             return None
         if body.get("status") != "completed" or body.get("conclusion") is None:
             return None

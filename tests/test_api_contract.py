@@ -324,7 +324,11 @@ def _preflight(versions: frozenset[str]) -> None:
 
 
 def _stats(versions: frozenset[str]) -> None:
-    world, clock = history_world(slow_first_spec(sequences=30, seed=3), api_versions=versions)
+    """With the traps of real history: jobs carried into a re-run, jobs shown queued that ran."""
+    spec = dataclasses.replace(
+        slow_first_spec(sequences=30, seed=3), carried_forward=2, queued_with_steps=2
+    )
+    world, clock = history_world(spec, api_versions=versions)
     run_stats(world, clock, "--max-runs", "60")
 
 

@@ -275,6 +275,17 @@ def test_parent_cancelled_by_signal_cleans_up_within_the_grace():
     assert result.post_exit_code == 0
 
 
+def test_a_signal_interrupts_the_sleep_it_lands_in_at_its_own_second():
+    """SIGTERM at 135 s, inside the 200 s poll sleep begun at 15 s: that sleep ends at 135 s and
+    the cancel is sent then, as Python's signal handler cuts a real `time.sleep` short."""
+    s = Scenario(timings=Timings(cancel_delay=3.0)).pools(FOREVER, [], [])
+    result = s.run(interrupt_at=135.0)
+    assert "SIGTERM" in result.log
+    assert 135.0 <= s.cancels()[0] < 135.0 + 1.0, "at the signal, not at the next poll (215 s)"
+    assert 200.0 not in s.clock.sleeps
+    assert 135.0 - 15.0 in s.clock.sleeps, "the poll's sleep, cut at the signal's second"
+
+
 def test_post_step_confirms_what_the_signal_grace_could_not():
     """The cancel takes 20 s, longer than the signal grace: the post step confirms it from state."""
     s = Scenario(timings=Timings(cancel_delay=20.0)).pools(FOREVER, [], [])

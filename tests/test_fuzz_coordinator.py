@@ -18,9 +18,11 @@ Profiles (`RQF_FUZZ_PROFILE`): `ci` (default, derandomized) and `nightly` (see c
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 import math
+import os
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -36,6 +38,7 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.commands import Main
 from runner_queue_fallback.errors import Interrupted
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.hosted import HOSTED_EXAMPLES
 from runner_queue_fallback.inputs import PoolSettings, env_name, read_pool_settings
 from runner_queue_fallback.plan import make_plan
 from runner_queue_fallback.profiles import Candidate, load_profiles
@@ -88,6 +91,8 @@ class PoolPlan:
     labels: str | tuple[str, ...]
     runners: int = 1
     busy: tuple[tuple[float, float], ...] = ()
+    #: GitHub-hosted runners (issue 33): `runners` is the concurrency limit, past it jobs queue
+    hosted: bool = False
 
 
 @dataclass(frozen=True)
@@ -225,6 +230,13 @@ def _interrupt(clock: FakeClock, at: float, observed: Observed) -> None:
     clock.on_advance(check)
 
 
+def _add_pool(world: FakeGitHub, pool: PoolPlan) -> None:
+    if pool.hosted:
+        world.add_hosted_pool(pool.labels, concurrency=pool.runners, busy=pool.busy)
+    else:
+        world.add_pool(pool.group, pool.labels, runners=pool.runners, busy=pool.busy)
+
+
 def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeGitHub, str]:
     """The fake repository of `case`, with the real guard as the child's first step."""
     world = FakeGitHub(
@@ -249,7 +261,7 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         Tamper(world, rules, keep_304=True).install()
     world.runs[PARENT_RUN_ID].visible_at = case.parent_visible_after
     for pool in case.pools:
-        world.add_pool(pool.group, pool.labels, runners=pool.runners, busy=pool.busy)
+        _add_pool(world, pool)
     source = SOURCE_REF.removeprefix("refs/")
     if case.move_source_at is not None:
         world.move_ref(source, at=case.move_source_at)
@@ -448,6 +460,13 @@ def other_trouble(outcome: Outcome) -> bool:
 
 
 # ---------------------------------------------------------------------------- strategies
+#
+# Every strategy is built once, at import: a strategy made afresh for each draw (a `weighted`
+# list, a `moment` map, a nested composite) cost more than the draw itself, since hypothesis
+# validates and labels each new one. A case is one composite whose helpers draw plain values
+# (an index, an integer, a float) from these constants and build the scenario's objects in plain
+# code; every field keeps the distribution, the shrink order (towards the first value) and the
+# conditions it always had.
 
 SMALL_DEADLINES = ("1", "1.5", "2", "3")
 PATHS = (
@@ -461,6 +480,42 @@ PATHS = (
     r"/contents/",
     r"/workflows/[^/]+/runs$",
 )
+#: 90 minutes: longer than a wait for the quota's reset.
+LONG_WORKLOAD = 5400.0
+#: Seconds after the phase's moment at which the quota is spent, by phase (see `spend_in_phase`).
+PHASE_DELAYS: dict[str, tuple[float, ...]] = {
+    # before the first identity read (15 s), just after it, and on to the window's last seconds
+    "startup": (0.0, 5.0, 14.0, 16.0, 30.0, 60.0, 100.0, 118.0),
+    # before the guard's reads (the runner starts its steps 5 s after it is assigned), then later
+    "execution": (0.0, 3.0, 6.0, 8.0, 30.0, 120.0, 600.0),
+    "parent": (0.0,),
+    # right after the cancel POST, during the proof's 5 s polls, and near its 2-minute end
+    "cancel": (0.0, 1.0, 5.0, 30.0, 100.0),
+    # while the run-name search looks for the run whose dispatch reply was lost
+    "search": (0.0, 5.0, 30.0, 60.0),
+}
+#: The startup window (the issue's failure) and the run-name search drawn twice as often.
+PHASE_WEIGHTS = {"startup": 2, "search": 2}
+#: Fractions of the candidate's queue deadline after its job is listed: early, late, at it, past.
+QUEUE_FRACTIONS = (0.0, 0.3, 0.9, 1.0, 1.05)
+#: Which of the coordinator's parent reads is the first refused: the one before the first
+#: dispatch, or one while a child exists (the parent is read with the child's polls).
+NTH_READ = (1, 2, 3, 4, 6, 10)
+#: Header values GitHub should never send, read as absent.
+ODD_HEADERS = (
+    "nan",
+    "inf",
+    "-5",
+    "1e400",
+    "\u00b2",
+    "Thu, 01 Jan 2026 00:00:30 -0000",
+    "Thu, 01 Jan 2026 00:00:30",
+    "soon",
+)
+#: Permission failures end a run at once: drawn rarer, so the other kinds get deep runs.
+_FINAL = frozenset({"unauthorized", "forbidden"})
+
+Busy = tuple[tuple[float, float], ...]
 
 
 def weighted(*choices: tuple[int, Any]) -> st.SearchStrategy[Any]:
@@ -468,60 +523,173 @@ def weighted(*choices: tuple[int, Any]) -> st.SearchStrategy[Any]:
     return st.sampled_from([value for weight, value in choices for _ in range(weight)])
 
 
-@st.composite
-def candidate_overrides(draw: st.DrawFn, runner_type: str) -> str:
-    """A valid `runners` JSON list for `runner_type`: a reordered subset, maybe a final re-wait."""
+@functools.cache
+def _ints(low: int, high: int) -> st.SearchStrategy[int]:
+    """`st.integers(low, high)`, one strategy per range."""
+    return st.integers(low, high)
+
+
+_BOOL = st.booleans()
+#: A moment of the run in thousandths of its horizon (see `_moment`).
+_PERMILLE = st.integers(0, 1000)
+_TYPES = {
+    family: st.sampled_from(sorted(t for t, p in PROFILES.items() if family in {None, p.family}))
+    for family in (None, "cpu", "gpu")
+}
+_POLICY = weighted((2, None), (2, "standard"), (1, "extended"))
+# Short deadlines keep a run cheap; the profile defaults (10, 15, 60 min) still appear.
+_QUEUE_MINUTES = weighted(*((3, m) for m in SMALL_DEADLINES), (1, "2.5"), (1, "5"), (1, None))
+_EXECUTION = weighted((2, "1"), (2, "2"), (2, "5"), (2, "15"), (1, "30"), (1, "120"), (1, None))
+_SOURCE_POLICY = st.sampled_from([None, "current", "pinned-after-start"])
+_API_VERSION = weighted((6, None), (2, "auto"), (2, "2022-11-28"), (1, "2026-03-10"))
+_OVERRIDE_MINUTES = st.sampled_from([1, 1.5, 2, 4])
+_HOSTED_MINUTES = st.sampled_from([1, 2, 4])
+_RUNNERS = weighted((6, 1), (1, 2), (1, 0))
+_BUSY_SHAPE = weighted((3, "free"), (4, "full"), (2, "race"), (2, "until"), (2, "random"))
+_RACE = st.floats(-20, 60)
+_SPANS = st.lists(st.tuples(_PERMILLE, st.sampled_from([30.0, 200.0, 900.0, FOREVER])), max_size=3)
+_OUTCOME = weighted((3, "success"), (1, "failure"))
+_DURATION = weighted((3, 30.0), (1, 1.0), (2, 120.0), (1, 600.0), (1, 3000.0), (1, LONG_WORKLOAD))
+_FAULT_COUNT = weighted((5, 0), (4, 1), (2, 2), (1, 3), (1, 4))
+_FAULT_KIND = weighted(
+    *((3, k) for k in FAULT_KINDS if k not in _FINAL), (1, "unauthorized"), (1, "forbidden")
+)
+_FAULT_STATUS = {
+    "status": st.sampled_from([500, 502, 503, 504, 408]),
+    "primary_rate_limit": st.sampled_from([None, 429]),
+    "secondary_rate_limit": st.sampled_from([None, 429]),
+    "lost_reply": st.sampled_from([None, 502]),
+}
+#: Whether a fault starts at 0 or at its drawn moment (the index of `(0.0, moment)`).
+_AT_ZERO_OR_MOMENT = st.sampled_from([0, 1])
+_FAULT_METHOD = weighted((2, "*"), (1, "GET"), (1, "POST"))
+_FAULT_PATH = st.sampled_from(PATHS)
+_FAULT_SPAN = st.sampled_from([30.0, 300.0, 3600.0, math.inf])
+_FAULT_PROBABILITY = weighted((2, 1.0), (1, 0.5))
+_RETRY_AFTER = st.sampled_from([0, 1, 5, 30, 60, 61, 120, 3600])
+#: How GitHub paces the child: mostly prompt, sometimes slow, now and then past a window.
+_TIMINGS: dict[str, st.SearchStrategy[float]] = {
+    "visibility_delay": weighted(
+        (8, 3.0), (3, 0.0), (3, 10.0), (2, 40.0), (1, 119.0), (1, 125.0), (1, 10_000.0)
+    ),
+    "jobs_delay": weighted((8, 2.0), (2, 0.0), (2, 10.0), (1, 60.0), (1, 130.0)),
+    "start_delay": weighted((4, 5.0), (1, 0.0), (1, 30.0)),
+    "guard_duration": weighted((2, 2.0), (1, 0.0), (1, 30.0)),
+    "cancel_delay": weighted(
+        (6, 3.0),
+        (2, 0.0),
+        (2, 10.0),
+        (2, 30.0),
+        (1, 59.0),
+        (1, 61.0),
+        (1, 115.0),
+        (1, 130.0),
+        (1, 10_000.0),
+    ),
+    "force_cancel_delay": weighted((4, 1.0), (1, 0.0), (1, 10.0), (1, 70.0), (1, 10_000.0)),
+    "run_completion_lag": weighted((6, 0.0), (2, 2.0), (1, 10.0), (1, 40.0), (1, 200.0)),
+    "job_completion_lag": weighted((6, 0.0), (2, 2.0), (1, 10.0), (1, 40.0), (1, 200.0)),
+    "latency": weighted((6, 0.0), (1, 0.25), (1, 1.0), (1, 3.0)),
+    "timeout_minutes": weighted((4, 15.0), (1, 1.0), (1, 5.0), (1, 60.0)),
+    "requested_delay": weighted((6, 0.0), (1, 2.0), (1, 20.0)),
+    "pending_delay": weighted((6, 0.0), (1, 5.0), (1, 40.0), (1, 150.0)),
+    "listing_delay": weighted((6, 0.0), (1, 20.0), (1, 100.0), (1, 150.0), (1, 10_000.0)),
+}
+#: GitHub's 2026 behaviours (issue 28), each now and then: re-queues, zombies, unheeded cancels.
+_PLATFORM: dict[str, st.SearchStrategy[Any]] = {
+    "requeue": weighted((6, "off"), (1, "invisible"), (1, "visible")),
+    "requeues": weighted((3, 1), (1, 2)),
+    "requeue_after": weighted((3, 60.0), (1, 20.0), (1, 90.0)),
+    "zombies": weighted((12, ()), (1, (1,)), (1, (2,))),
+    "unheeded_cancel": weighted((6, False), (1, True)),
+}
+_QUOTA_PHASE = weighted((12, None), *((PHASE_WEIGHTS.get(p, 1), p) for p in QUOTA_PHASES))
+_NTH = weighted((3, 1), (1, 2))
+_NTH_READ = st.sampled_from(NTH_READ)
+_QUEUE_FRACTION = st.sampled_from(QUEUE_FRACTIONS)
+_PHASE_DELAY = {phase: st.sampled_from(delays) for phase, delays in PHASE_DELAYS.items()}
+_PARENT_VISIBLE = weighted((12, 0.0), (2, 20.0), (1, 110.0), (1, 130.0))
+_PLANT = weighted((4, None), *((1, n) for n in range(len(PLANTS))))
+_LAG_READS = weighted((6, 0), (1, 1), (1, 3), (1, 30))
+_ODD_HEADER = weighted((6, None), *((1, value) for value in ODD_HEADERS))
+_QUOTA_LEFT = weighted((12, None), (1, 0), (1, 30), (1, 200))
+_OLDER_SERVER = weighted((3, False), (1, True))
+
+
+@functools.cache
+def _override_pools(runner_type: str) -> tuple[list[tuple[str, str]], st.SearchStrategy[Any]]:
+    """The pools an override of `runner_type` may name, and the strategy of its subsets."""
     profile = PROFILES[runner_type]
     pools = [(p.group, p.labels) for p in profile.pools]
     if profile.family == "cpu":
         extra = [f"linux-{profile.arch}-cpu{n}" for n in (4, 64)]
         pools += [("nv-cpu-general", label) for label in extra]
-    chosen = draw(st.lists(st.sampled_from(pools), min_size=1, max_size=6, unique=True))
+    return pools, st.lists(st.sampled_from(pools), min_size=1, max_size=6, unique=True)
+
+
+def _overrides(draw: st.DrawFn, runner_type: str) -> str:
+    """A valid `runners` list for `runner_type`: a reordered subset, maybe a re-wait, maybe hosted."""
+    profile = PROFILES[runner_type]
+    chosen = draw(_override_pools(runner_type)[1])
     items: list[dict[str, object]] = []
     for group, labels in chosen:
         item: dict[str, object] = {"group": group, "labels": labels}
-        if draw(st.booleans()):
+        if draw(_BOOL):
             item["labels"] = [labels]
-        if draw(st.integers(0, 3)) == 0:
-            item["queue-timeout-minutes"] = draw(st.sampled_from([1, 1.5, 2, 4]))
+        if draw(_ints(0, 3)) == 0:
+            item["queue-timeout-minutes"] = draw(_OVERRIDE_MINUTES)
         items.append(item)
-    if len(items) < 7 and draw(st.integers(0, 3)) == 0:
-        first = items[draw(st.integers(0, len(items) - 1))]
+    if len(items) < 7 and draw(_ints(0, 3)) == 0:
+        first = items[draw(_ints(0, len(items) - 1))]
         items.append(
             {"group": first["group"], "labels": first["labels"], "queue-timeout-minutes": 2}
         )
+    if profile.family == "cpu" and len(items) < 7 and draw(_BOOL):
+        hosted: dict[str, object] = {"hosted": HOSTED_EXAMPLES[profile.arch]}  # issue 33: last
+        if draw(_BOOL):
+            hosted["queue-timeout-minutes"] = draw(_HOSTED_MINUTES)
+        items.append(hosted)
     return json.dumps(items)
 
 
 @st.composite
-def configurations(draw: st.DrawFn, family: str | None = None) -> dict[str, str]:
+def _overrides_of(draw: st.DrawFn, runner_type: str) -> str:
+    return _overrides(draw, runner_type)
+
+
+@functools.cache
+def candidate_overrides(runner_type: str) -> st.SearchStrategy[str]:
+    """The `runners` JSON of `_overrides` as a strategy (the input fuzz test draws it too)."""
+    return _overrides_of(runner_type)
+
+
+def _configuration(draw: st.DrawFn, family: str | None) -> dict[str, str]:
     """Valid coordinator inputs: runner type, policy, overrides, deadlines, source policy."""
-    types = sorted(t for t, p in PROFILES.items() if family in {None, p.family})
-    runner_type = draw(st.sampled_from(types))
+    runner_type = draw(_TYPES[family])
+    profile = PROFILES[runner_type]
     inputs = base_inputs()
     inputs["runner-type"] = runner_type
-    policy = draw(weighted((2, None), (2, "standard"), (1, "extended")))
+    policy = draw(_POLICY)
     if policy is not None:
         inputs["queue-policy"] = policy
-    # Short deadlines keep a run cheap; the profile defaults (10, 15, 60 min) still appear.
-    minutes = draw(weighted(*((3, m) for m in SMALL_DEADLINES), (1, "2.5"), (1, "5"), (1, None)))
+    minutes = draw(_QUEUE_MINUTES)
     if minutes is not None:
         inputs["queue-timeout-minutes"] = minutes
-    if draw(st.integers(0, 2)) == 0:
-        inputs["runners"] = draw(candidate_overrides(PROFILES[runner_type].runner_type))
-    execution = draw(
-        weighted((2, "1"), (2, "2"), (2, "5"), (2, "15"), (1, "30"), (1, "120"), (1, None))
-    )
+    if draw(_ints(0, 2)) == 0:
+        inputs["runners"] = _overrides(draw, profile.runner_type)
+    elif profile.family == "cpu" and draw(_BOOL):
+        inputs["hosted-last-resort"] = HOSTED_EXAMPLES[profile.arch]
+    execution = draw(_EXECUTION)
     if execution is not None:
         inputs["execution-timeout-minutes"] = execution
-    source_policy = draw(st.sampled_from([None, "current", "pinned-after-start"]))
+    source_policy = draw(_SOURCE_POLICY)
     if source_policy is not None:
         inputs["source-policy"] = source_policy
-    if draw(st.booleans()):
+    if draw(_BOOL):
         inputs["workload"] = '{"shard": 1, "artifact": "build-7"}'
-    if draw(st.integers(0, 5)) == 0:
+    if draw(_ints(0, 5)) == 0:
         inputs["workflow-ref"] = "refs/heads/main"
-    api_version = draw(weighted((6, None), (2, "auto"), (2, "2022-11-28"), (1, "2026-03-10")))
+    api_version = draw(_API_VERSION)
     if api_version is not None:
         inputs["api-version"] = api_version
     return inputs
@@ -536,146 +704,98 @@ def _rough_starts(candidates: tuple[Candidate, ...]) -> list[float]:
     return starts
 
 
-Busy = tuple[tuple[float, float], ...]
-
-
-def moment(horizon: float) -> st.SearchStrategy[float]:
+def _moment(draw: st.DrawFn, horizon: float) -> float:
     """A virtual second spread evenly over the run (floats would crowd 0 and the end)."""
-    return st.integers(0, 1000).map(lambda n: round(n * horizon / 1000, 1))
+    return _at_permille(draw(_PERMILLE), horizon)
 
 
-@st.composite
-def busy_intervals(draw: st.DrawFn, start: float, deadline: float, horizon: float) -> Busy:
+def _at_permille(permille: int, horizon: float) -> float:
+    return round(permille * horizon / 1000, 1)
+
+
+def _busy(draw: st.DrawFn, start: float, deadline: float, horizon: float) -> Busy:
     """When a pool has no free runner: free, full, a race with the deadline, or random gaps."""
-    shape = draw(weighted((3, "free"), (4, "full"), (2, "race"), (2, "until"), (2, "random")))
+    shape = draw(_BUSY_SHAPE)
     if shape == "free":
         return ()
     if shape == "full":
         return ((0.0, FOREVER),)
     if shape == "race":  # frees up around the queue deadline: the queue/start race
-        end = start + 15 + deadline + draw(st.floats(-20, 60))
+        end = start + 15 + deadline + draw(_RACE)
         return ((0.0, max(0.0, end)),)
     if shape == "until":
-        return ((0.0, draw(moment(horizon))),)
-    spans = draw(
-        st.lists(
-            st.tuples(moment(horizon), st.sampled_from([30.0, 200.0, 900.0, FOREVER])),
-            max_size=3,
-        )
-    )
+        return ((0.0, _moment(draw, horizon)),)
+    spans = [(_at_permille(s, horizon), d) for s, d in draw(_SPANS)]
     return tuple((s, s + d) for s, d in spans)
 
 
-@st.composite
-def faults(draw: st.DrawFn, horizon: float) -> tuple[Fault, ...]:
+def _faults(draw: st.DrawFn, horizon: float) -> tuple[Fault, ...]:
     """API faults of every kind the simulator has, each with a bounded count so runs end."""
     found = []
-    for _ in range(draw(weighted((5, 0), (4, 1), (2, 2), (1, 3), (1, 4)))):
-        # Permission failures end a run at once: rarer, so the other kinds get deep runs.
-        kind = draw(
-            weighted(
-                *((3, k) for k in FAULT_KINDS if k not in _FINAL),
-                (1, "unauthorized"),
-                (1, "forbidden"),
-            )
-        )
-        status = None
-        if kind == "status":
-            status = draw(st.sampled_from([500, 502, 503, 504, 408]))
-        elif kind in {"primary_rate_limit", "secondary_rate_limit"}:
-            status = draw(st.sampled_from([None, 429]))
-        elif kind == "lost_reply":
-            status = draw(st.sampled_from([None, 502]))
-        start = draw(st.sampled_from([0.0, draw(moment(horizon))]))
+    for _ in range(draw(_FAULT_COUNT)):
+        kind = draw(_FAULT_KIND)
+        status = draw(_FAULT_STATUS[kind]) if kind in _FAULT_STATUS else None
+        at = _moment(draw, horizon)
+        start = at if draw(_AT_ZERO_OR_MOMENT) else 0.0
         found.append(
             Fault(
                 kind=kind,
-                method=draw(weighted((2, "*"), (1, "GET"), (1, "POST"))),
-                path=draw(st.sampled_from(PATHS)),
+                method=draw(_FAULT_METHOD),
+                path=draw(_FAULT_PATH),
                 start=start,
-                end=start + draw(st.sampled_from([30.0, 300.0, 3600.0, math.inf])),
-                count=draw(st.integers(1, 4)),
-                probability=draw(weighted((2, 1.0), (1, 0.5))),
+                end=start + draw(_FAULT_SPAN),
+                count=draw(_ints(1, 4)),
+                probability=draw(_FAULT_PROBABILITY),
                 status=status,
-                retry_after=draw(st.sampled_from([0, 1, 5, 30, 60, 61, 120, 3600])),
+                retry_after=draw(_RETRY_AFTER),
             )
         )
     return tuple(found)
 
 
-_FINAL = frozenset({"unauthorized", "forbidden"})
-
-
-@st.composite
-def timings(draw: st.DrawFn) -> Timings:
-    """How GitHub paces the child: mostly prompt, sometimes slow, now and then past a window."""
-    return Timings(
-        visibility_delay=draw(
-            weighted(
-                (8, 3.0), (3, 0.0), (3, 10.0), (2, 40.0), (1, 119.0), (1, 125.0), (1, 10_000.0)
-            )
-        ),
-        jobs_delay=draw(weighted((8, 2.0), (2, 0.0), (2, 10.0), (1, 60.0), (1, 130.0))),
-        start_delay=draw(weighted((4, 5.0), (1, 0.0), (1, 30.0))),
-        guard_duration=draw(weighted((2, 2.0), (1, 0.0), (1, 30.0))),
-        cancel_delay=draw(
-            weighted(
-                (6, 3.0),
-                (2, 0.0),
-                (2, 10.0),
-                (2, 30.0),
-                (1, 59.0),
-                (1, 61.0),
-                (1, 115.0),
-                (1, 130.0),
-                (1, 10_000.0),
-            )
-        ),
-        force_cancel_delay=draw(weighted((4, 1.0), (1, 0.0), (1, 10.0), (1, 70.0), (1, 10_000.0))),
-        run_completion_lag=draw(weighted((6, 0.0), (2, 2.0), (1, 10.0), (1, 40.0), (1, 200.0))),
-        job_completion_lag=draw(weighted((6, 0.0), (2, 2.0), (1, 10.0), (1, 40.0), (1, 200.0))),
-        latency=draw(weighted((6, 0.0), (1, 0.25), (1, 1.0), (1, 3.0))),
-        timeout_minutes=draw(weighted((4, 15.0), (1, 1.0), (1, 5.0), (1, 60.0))),
-        requested_delay=draw(weighted((6, 0.0), (1, 2.0), (1, 20.0))),
-        pending_delay=draw(weighted((6, 0.0), (1, 5.0), (1, 40.0), (1, 150.0))),
-        listing_delay=draw(weighted((6, 0.0), (1, 20.0), (1, 100.0), (1, 150.0), (1, 10_000.0))),
-    )
-
-
-@st.composite
-def cases(draw: st.DrawFn, family: str | None = None) -> Case:
-    """A random configuration (of CPU or GPU runner types) and a random world for it."""
-    inputs = draw(configurations(family))
-    settings = resolve({**inputs, "source-sha": "0" * 40})
-    starts = _rough_starts(settings.candidates)
-    horizon = starts[-1] + settings.candidates[-1].queue_seconds + 300
+def _pools(draw: st.DrawFn, settings: PoolSettings, horizon: float) -> tuple[PoolPlan, ...]:
+    """The repository's runners for each candidate: none at all one time in ten, else a pool."""
     pools: dict[tuple[str, tuple[str, ...]], PoolPlan] = {}
-    for start, candidate in zip(starts, settings.candidates, strict=True):
+    for start, candidate in zip(
+        _rough_starts(settings.candidates), settings.candidates, strict=True
+    ):
         labels = (candidate.labels,) if isinstance(candidate.labels, str) else candidate.labels
         key = (candidate.group, tuple(sorted(labels)))
-        if key in pools or draw(st.integers(0, 9)) == 0:
+        if key in pools or draw(_ints(0, 9)) == 0:
             continue  # a pool the repository has no runners for at all
         pools[key] = PoolPlan(
             candidate.group,
             candidate.labels,
-            runners=draw(weighted((6, 1), (1, 2), (1, 0))),
-            busy=draw(busy_intervals(start, candidate.queue_seconds, horizon)),
+            runners=draw(_RUNNERS),
+            busy=_busy(draw, start, candidate.queue_seconds, horizon),
+            hosted=candidate.hosted,
         )
-    workload = Workload(
-        outcome=draw(weighted((3, "success"), (1, "failure"))),
-        duration=draw(
-            weighted((3, 30.0), (1, 1.0), (2, 120.0), (1, 600.0), (1, 3000.0), (1, LONG_WORKLOAD))
-        ),
-    )
+    return tuple(pools.values())
+
+
+@functools.cache
+def cases(family: str | None = None) -> st.SearchStrategy[Case]:
+    """A random configuration (of CPU or GPU runner types) and a random world for it."""
+    return _cases(family)
+
+
+@st.composite
+def _cases(draw: st.DrawFn, family: str | None) -> Case:
+    inputs = _configuration(draw, family)
+    settings = resolve({**inputs, "source-sha": "0" * 40})
+    starts = _rough_starts(settings.candidates)
+    horizon = starts[-1] + settings.candidates[-1].queue_seconds + 300
+    pools = _pools(draw, settings, horizon)
+    workload = Workload(outcome=draw(_OUTCOME), duration=draw(_DURATION))
 
     def sometimes(one_in: int) -> float | None:
-        return draw(moment(horizon)) if draw(st.integers(1, one_in)) == 1 else None
+        return _moment(draw, horizon) if draw(_ints(1, one_in)) == 1 else None
 
-    phase = draw(quota_phases(settings.candidates))
+    phase = _quota_phase(draw, settings.candidates)
     lost_dispatch = phase.pop("lost_dispatch", None)
     lost = (lost_dispatch,) if lost_dispatch is not None else ()
-    child_timings = draw(timings())
-    long_workload: bool = bool(phase) and draw(st.booleans())
+    child_timings = Timings(**{name: draw(values) for name, values in _TIMINGS.items()})
+    long_workload: bool = bool(phase) and draw(_BOOL)
     if long_workload:
         # A workload still running at the quota's reset, within its execution timeout and its
         # job's: what a coordinator that gave up during the wait would cancel when it comes back.
@@ -685,111 +805,55 @@ def cases(draw: st.DrawFn, family: str | None = None) -> Case:
 
     return Case(
         inputs=inputs,
-        pools=tuple(pools.values()),
+        pools=pools,
         timings=child_timings,
         workload=workload,
-        faults=lost + draw(faults(horizon)),
-        seed=draw(st.integers(0, 2**16)),
+        faults=lost + _faults(draw, horizon),
+        seed=draw(_ints(0, 2**16)),
         move_source_at=sometimes(10),
         change_workflow_at=sometimes(12),
         parent_cancel_at=sometimes(12),
         parent_rerun_at=sometimes(15),
-        parent_visible_after=draw(weighted((12, 0.0), (2, 20.0), (1, 110.0), (1, 130.0))),
+        parent_visible_after=draw(_PARENT_VISIBLE),
         interrupt_at=sometimes(12),
-        guard=draw(st.integers(0, 4)) != 0,
-        unassigned_runner_as_zero=draw(st.booleans()),
-        plant=draw(weighted((4, None), *((1, n) for n in range(len(PLANTS))))),
-        lag_reads=draw(weighted((6, 0), (1, 1), (1, 3), (1, 30))),
-        odd_header=draw(weighted((6, None), *((1, value) for value in ODD_HEADERS))),
+        guard=draw(_ints(0, 4)) != 0,
+        unassigned_runner_as_zero=draw(_BOOL),
+        plant=draw(_PLANT),
+        lag_reads=draw(_LAG_READS),
+        odd_header=draw(_ODD_HEADER),
         quota_spent_at=sometimes(8),
-        quota_left=draw(weighted((12, None), (1, 0), (1, 30), (1, 200))),
-        older_server=draw(weighted((3, False), (1, True))),
-        platform=draw(platforms()),
+        quota_left=draw(_QUOTA_LEFT),
+        older_server=draw(_OLDER_SERVER),
+        platform=Platform(**{name: draw(values) for name, values in _PLATFORM.items()}),
         **phase,
     )
 
 
-@st.composite
-def platforms(draw: st.DrawFn) -> Platform:
-    """GitHub's 2026 behaviours (issue 28), each now and then: re-queues, zombies, unheeded cancels."""
-    return Platform(
-        requeue=draw(weighted((6, "off"), (1, "invisible"), (1, "visible"))),
-        requeues=draw(weighted((3, 1), (1, 2))),
-        requeue_after=draw(weighted((3, 60.0), (1, 20.0), (1, 90.0))),
-        zombies=draw(weighted((12, ()), (1, (1,)), (1, (2,)))),
-        unheeded_cancel=draw(weighted((6, False), (1, True))),
-    )
-
-
-#: Seconds after the phase's moment at which the quota is spent, by phase (see `spend_in_phase`).
-PHASE_DELAYS: dict[str, tuple[float, ...]] = {
-    # before the first identity read (15 s), just after it, and on to the window's last seconds
-    "startup": (0.0, 5.0, 14.0, 16.0, 30.0, 60.0, 100.0, 118.0),
-    # before the guard's reads (the runner starts its steps 5 s after it is assigned), then later
-    "execution": (0.0, 3.0, 6.0, 8.0, 30.0, 120.0, 600.0),
-    "parent": (0.0,),
-    # right after the cancel POST, during the proof's 5 s polls, and near its 2-minute end
-    "cancel": (0.0, 1.0, 5.0, 30.0, 100.0),
-    # while the run-name search looks for the run whose dispatch reply was lost
-    "search": (0.0, 5.0, 30.0, 60.0),
-}
-#: 90 minutes: longer than a wait for the quota's reset.
-LONG_WORKLOAD = 5400.0
-#: The startup window (the issue's failure) and the run-name search drawn twice as often.
-PHASE_WEIGHTS = {"startup": 2, "search": 2}
-#: Fractions of the candidate's queue deadline after its job is listed: early, late, at it, past.
-QUEUE_FRACTIONS = (0.0, 0.3, 0.9, 1.0, 1.05)
-
-
-@st.composite
-def quota_phases(draw: st.DrawFn, candidates: tuple[Candidate, ...]) -> dict[str, Any]:
+def _quota_phase(draw: st.DrawFn, candidates: tuple[Candidate, ...]) -> dict[str, Any]:
     """Case fields: the quota spent inside one phase (two cases in five), or not at all.
 
     For the lost-reply search the first dispatch's reply is lost too (`lost_dispatch`: a fault
     for the case's list; its run really exists).
     """
-    phase = draw(weighted((12, None), *((PHASE_WEIGHTS.get(p, 1), p) for p in QUOTA_PHASES)))
+    phase = draw(_QUOTA_PHASE)
     if phase is None:
         return {}
-    nth = draw(weighted((3, 1), (1, 2))) if phase != "parent" else draw(st.sampled_from(NTH_READ))
+    nth = draw(_NTH) if phase != "parent" else draw(_NTH_READ)
     if phase == "queue":
         queue = candidates[min(nth, len(candidates)) - 1].queue_seconds
-        delay = round(draw(st.sampled_from(QUEUE_FRACTIONS)) * queue, 1)
+        delay = round(draw(_QUEUE_FRACTION) * queue, 1)
     else:
-        delay = draw(st.sampled_from(PHASE_DELAYS[phase]))
+        delay = draw(_PHASE_DELAY[phase])
     fields: dict[str, Any] = {
         "quota_phase": phase,
         "quota_phase_delay": delay,
         "quota_phase_nth": 1 if phase == "search" else nth,
     }
     if phase == "search":
-        lost = Fault(
-            kind="lost_reply",
-            method="POST",
-            path=r"/dispatches$",
-            count=1,
-            status=draw(st.sampled_from([None, 502])),
-        )
+        status = draw(_FAULT_STATUS["lost_reply"])
+        lost = Fault(kind="lost_reply", method="POST", path=r"/dispatches$", count=1, status=status)
         fields["lost_dispatch"] = lost
     return fields
-
-
-#: Which of the coordinator's parent reads is the first refused: the one before the first
-#: dispatch, or one while a child exists (the parent is read with the child's polls).
-NTH_READ = (1, 2, 3, 4, 6, 10)
-
-
-#: Header values GitHub should never send, read as absent.
-ODD_HEADERS = (
-    "nan",
-    "inf",
-    "-5",
-    "1e400",
-    "\u00b2",
-    "Thu, 01 Jan 2026 00:00:30 -0000",
-    "Thu, 01 Jan 2026 00:00:30",
-    "soon",
-)
 
 
 # ---------------------------------------------------------------------------------- tests
@@ -811,6 +875,7 @@ def test_fuzz_coordinator_keeps_the_invariants_and_the_spec_bounds(
     note(repr(case))
     outcome = execute(case)
     _classify(outcome)
+    _record_mix(outcome)
 
 
 def _classify(outcome: Outcome) -> None:
@@ -837,3 +902,60 @@ def _classify(outcome: Outcome) -> None:
     for kid in world.history.values():
         if kid.workload_started_at is not None and kid.conclusion == "cancelled":
             event("started workload cancelled")
+        if kid.pool is not None and kid.pool[0] == "":  # `runs-on` without a group (issue 33)
+            event("hosted child dispatched" + (", ran" if kid.allocated_at is not None else ""))
+
+
+#: `RQF_FUZZ_MIX=FILE` appends one JSON line per fuzzed run to FILE: the faults drawn and fired,
+#: the phase the run reached, the quota phase drawn (`scripts/fuzz_cost.py` prints the shares).
+MIX_FILE = os.environ.get("RQF_FUZZ_MIX")
+
+
+def _record_mix(outcome: Outcome) -> None:
+    """Keep what the run went through, so a change to the strategies can show the mix it keeps."""
+    if MIX_FILE:
+        with open(MIX_FILE, "a", encoding="utf-8") as out:  # noqa: PTH123  # one line per run
+            out.write(json.dumps(run_mix(outcome)) + "\n")
+
+
+def run_mix(outcome: Outcome) -> dict[str, Any]:
+    """The faults drawn and fired, the furthest phase reached, and the flags of the run."""
+    case, world, observed = outcome.case, outcome.world, outcome.observed
+    end = next((stop for name, _, stop in observed.commands if name == "coordinate"), math.inf)
+    kids = sorted(world.history.values(), key=lambda h: h.dispatched_at)
+    reached = "no dispatch"
+    for kid in kids:
+        for phase, at in (
+            ("startup", kid.dispatched_at),
+            ("queue", kid.job_queued_at),
+            ("execution", kid.allocated_at),
+            ("workload", kid.workload_started_at),
+        ):
+            if (
+                at is not None
+                and at <= end
+                and PHASES_REACHED.index(phase) > PHASES_REACHED.index(reached)
+            ):
+                reached = phase
+    return {
+        "family": next(p.family for t, p in PROFILES.items() if t == case.inputs["runner-type"]),
+        "drawn": sorted({f.kind for f in case.faults}),
+        "fired": sorted({e.fault for e in world.ledger if e.fault}),
+        "reached": reached,
+        "quota_phase": case.quota_phase,
+        "flags": sorted(
+            name
+            for name, on in (
+                ("fallback", len(kids) > 1),
+                ("cancel", any(k.cancel_requested_at is not None for k in kids)),
+                ("interrupted", observed.interrupted_at is not None),
+                ("rate limited", any(rate_limited(e) for e in world.ledger)),
+                ("success", outcome.run.exit_code == 0),
+            )
+            if on
+        ),
+    }
+
+
+#: The phases of a child, in the order a run reaches them (`run_mix`).
+PHASES_REACHED = ("no dispatch", "startup", "queue", "execution", "workload")

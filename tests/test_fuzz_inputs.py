@@ -11,6 +11,7 @@ Never a traceback. Profiles (`RQF_FUZZ_PROFILE`): see conftest.py.
 from __future__ import annotations
 
 import contextlib
+import functools
 import io
 import json
 from collections.abc import Mapping
@@ -26,6 +27,7 @@ from hypothesis import strategies as st
 
 from runner_queue_fallback import cli, timing
 from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.hosted import HOSTED_EXAMPLES, hosted_problem
 from runner_queue_fallback.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
@@ -33,7 +35,13 @@ from runner_queue_fallback.inputs import (
     env_name,
     read_coordinator_inputs,
 )
-from runner_queue_fallback.profiles import MEMORY_GROUP, Candidate, load_profiles, parse_label
+from runner_queue_fallback.profiles import (
+    MEMORY_GROUP,
+    Candidate,
+    Profile,
+    load_profiles,
+    parse_label,
+)
 from runner_queue_fallback.sim.model import fake_token
 from tests.conftest import SHA
 from tests.outside import PLANTS, watch_stdout
@@ -197,6 +205,32 @@ def candidate_object(draw: st.DrawFn, labels_from: list[str]) -> dict[str, Any]:
     return item
 
 
+#: Hosted labels: each architecture's, a larger runner's own name, and the ones refused.
+HOSTED_LABELS = st.one_of(
+    near("ubuntu-24.04", "ubuntu-24.04-arm", "ubuntu-latest", "ubuntu-22.04-arm"),
+    st.sampled_from(["org-linux-16core", "windows-2025", "macos-15", "self-hosted"]),
+    st.sampled_from(sorted({pool.labels for p in PROFILES.values() for pool in p.pools})),
+)
+
+
+def hosted_labels(runner_type: str) -> st.SearchStrategy[str]:
+    """Half the time the label that fits the runner type's architecture, else any."""
+    fitting = HOSTED_EXAMPLES[PROFILES[runner_type].arch]
+    return st.one_of(st.just(fitting), HOSTED_LABELS)
+
+
+@st.composite
+def hosted_object(draw: st.DrawFn, runner_type: str) -> dict[str, Any]:
+    """`{"hosted": label}`, perhaps with a deadline, perhaps with a key it does not take."""
+    label = st.one_of(hosted_labels(runner_type), hosted_labels(runner_type), JSON_SCALARS)
+    item: dict[str, Any] = {"hosted": draw(label)}
+    if draw(st.booleans()):
+        item["queue-timeout-minutes"] = draw(st.sampled_from([1, 5, 60, 61, "5"]))
+    if draw(st.integers(0, 5)) == 0:
+        item[draw(st.sampled_from(["group", "labels", "runs-on"]))] = "x"
+    return item
+
+
 @st.composite
 def runners_values(draw: st.DrawFn, runner_type: str) -> str:
     """JSON for `runners`: a list of candidate objects, mutated as a list and as text."""
@@ -210,6 +244,9 @@ def runners_values(draw: st.DrawFn, runner_type: str) -> str:
         if draw(st.booleans()):
             repeated["queue-timeout-minutes"] = draw(st.sampled_from([1, 30, 60]))
         items.append(repeated)
+    if draw(st.integers(0, 3)) == 0:  # a hosted candidate (issue 33): mostly last
+        at = len(items) if draw(st.integers(0, 4)) else draw(st.integers(0, len(items)))
+        items.insert(at, draw(hosted_object(runner_type)))
     if items and draw(st.integers(0, 5)) == 0:
         items[draw(st.integers(0, len(items) - 1))] = draw(JSON_SCALARS)
     shape = draw(weighted((6, "list"), (1, "object"), (1, "scalar"), (1, "nested")))
@@ -270,6 +307,7 @@ INPUT_VALUES: dict[str, st.SearchStrategy[str]] = {
     "execution-timeout-minutes": st.one_of(numbers(1, timing.EXECUTION_MINUTES_MAX), junk),
     "admission-timeout-minutes": st.one_of(numbers(0, timing.ADMISSION_MINUTES_MAX), junk),
     # `runners` is drawn in `input_sets`, knowing the runner type.
+    "hosted-last-resort": st.one_of(HOSTED_LABELS, junk),
     "workload": workloads(),
     "source-policy": st.one_of(near("current", "pinned-after-start"), junk),
     "api-version": st.one_of(near("auto", "2026-03-10", "2022-11-28"), junk),
@@ -282,6 +320,7 @@ INPUT_VALUES: dict[str, st.SearchStrategy[str]] = {
 assert set(INPUT_VALUES) | {"runners"} == set(COORDINATOR_INPUTS)
 
 
+@functools.cache  # built once for each list: a strategy made per draw costs more than the draw
 def weighted(*choices: tuple[int, Any]) -> st.SearchStrategy[Any]:
     """Values with weights: `weighted((3, "a"), (1, "b"))` is "a" three times in four."""
     return st.sampled_from([value for weight, value in choices for _ in range(weight)])
@@ -310,12 +349,16 @@ def input_sets(draw: st.DrawFn) -> InputSet:
     # `runners` is the richest input: fuzz it more often than the others.
     if draw(st.booleans()):
         names = names | {"runners"}
+    elif draw(st.integers(0, 3)) == 0:  # the hosted opt-in (issue 33), where it may be taken
+        names = names | {"hosted-last-resort"}
     for name in sorted(names):
         how = draw(weighted((8, "value"), (1, "blank"), (1, "omit")))
         if how == "omit":
             values.pop(name, None)
         elif how == "blank":
             values[name] = draw(st.sampled_from(["", " ", "\t", "\n"]))
+        elif name == "hosted-last-resort":
+            values[name] = draw(st.one_of(hosted_labels(runner_type), junk))
         elif name == "runners":
             values[name] = draw(
                 weighted(
@@ -339,6 +382,7 @@ def check_candidates(inputs: CoordinatorInputs, values: Mapping[str, str]) -> No
     candidates = pools.candidates
     assert 1 <= len(candidates) <= timing.MAX_CANDIDATES
     assert profile is PROFILES[values["runner-type"].strip()]
+    candidates = check_hosted(candidates, profile, values)
     for candidate in candidates:
         assert isinstance(candidate, Candidate)
         assert candidate.group.strip()
@@ -360,6 +404,8 @@ def check_candidates(inputs: CoordinatorInputs, values: Mapping[str, str]) -> No
         assert candidates == profile.candidates(pools.queue_policy, minutes)
         return
     items = json.loads(raw)
+    if len(items) == len(candidates) + 1:  # the hosted one, checked by check_hosted
+        items = items[:-1]
     assert len(items) == len(candidates)
     default = (
         pools.queue_timeout_minutes
@@ -383,6 +429,36 @@ def check_candidates(inputs: CoordinatorInputs, values: Mapping[str, str]) -> No
             earlier = candidates[seen.index(labels)]
             assert earlier.group == candidate.group
         seen.append(labels)
+
+
+def check_hosted(
+    candidates: tuple[Candidate, ...], profile: Profile, values: Mapping[str, str]
+) -> tuple[Candidate, ...]:
+    """A hosted candidate (issue 33) is last, of a CPU type, of a label that fits the type.
+
+    It comes from `{"hosted": ...}` last in `runners` or from `hosted-last-resort`, never both;
+    its `runner` input names the label alone. Returns the self-hosted candidates.
+    """
+    hosted = [n for n, c in enumerate(candidates) if c.hosted]
+    opt_in = values.get("hosted-last-resort", "").strip()
+    raw = values.get("runners", "").strip()
+    assert not (opt_in and raw), "the opt-in beside an explicit runners list is refused"
+    if not hosted:
+        assert not opt_in
+        return candidates
+    assert hosted == [len(candidates) - 1], "a hosted candidate only last"
+    last = candidates[-1]
+    assert profile.family == "cpu"
+    assert isinstance(last.labels, str)
+    assert hosted_problem(last.labels, profile) is None
+    assert last.group == ""
+    assert json.loads(last.runner_json()) == {"labels": last.labels}
+    if opt_in:
+        assert last.labels == opt_in
+    else:
+        assert json.loads(raw)[-1]["hosted"] == last.labels
+    assert timing.QUEUE_MINUTES_MIN <= last.queue_minutes <= timing.QUEUE_MINUTES_MAX
+    return candidates[:-1]
 
 
 class RecordingAdapter(requests.adapters.BaseAdapter):
@@ -453,7 +529,7 @@ def check_cli_rejected(values: InputSet, errors: InputErrors, run: CliRun) -> No
     lines = run.stdout.splitlines()
     assert len(lines) == len(errors.errors), lines  # an input value cannot add a line
     for line, error in zip(lines, errors.errors, strict=True):
-        assert line.startswith("::error title=Invalid input::"), line
+        assert line.startswith("::error title=error%3A Invalid input::"), line
         assert f"input '{error.name}'" in line
     token = values.values.get("token", "").strip()
     if len(token) >= len(TOKEN):
@@ -502,6 +578,8 @@ def test_fuzz_inputs_resolve_or_fail_naming_the_input_before_any_request(
         event(f"accepted: {len(inputs.pools.candidates)} candidate(s)")
         if "runners" in values.values and values.values["runners"].strip():
             event("accepted: runners override")
+        if any(c.hosted for c in inputs.pools.candidates):
+            event("accepted: a hosted candidate last")
         check_candidates(inputs, values.values)
         if values.via_cli:
             check_cli_accepted(run_cli(values))

@@ -5,7 +5,7 @@ give the same result for the same child. The composite's steps are checked for w
 safe (no `${{ }}` inside a script, pinned actions, an explicit shell) and its guard step is run the
 way the runner runs it (bash, the step's env with the inputs filled in) against the fake GitHub on
 a loopback server. guard/prepare_venv.py is tested for its pip commands and its cache rules;
-scripts/guard-act runs both forms end to end under nektos/act.
+scripts/guard-act runs both forms end to end under nektos/act, on a host and in `container:` jobs.
 """
 
 from __future__ import annotations
@@ -168,6 +168,98 @@ def test_the_python_probe_accepts_only_3_11_or_newer(tmp_path):
         )
         assert result.returncode == 0, result.stderr
         assert ("path=" in output.read_text()) is found, (version, output.read_text())
+
+
+def _probe(tmp_path: Path, version: str | None, container: str) -> tuple[int, str, str]:
+    """The probe run by bash with a python3 that says `version` (none at all for None).
+
+    `container` is what `${{ job.container.id }}` gives the probe: empty outside a container job.
+    Returns the exit code, the log and what the step wrote to GITHUB_OUTPUT.
+    """
+    bash = shutil.which("bash")
+    assert bash
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    for name in ("python3", "python"):
+        (fake / name).unlink(missing_ok=True)
+        if version is not None:
+            code = f"import sys; sys.version_info = {version}; exec(sys.argv[-1])"
+            (fake / name).write_text(f'#!/bin/sh\nexec {sys.executable} -c "{code}" "$@"\n')
+            (fake / name).chmod(0o755)
+    output = tmp_path / "output"
+    output.write_text("")
+    step = _steps()[0]
+    assert step["env"] == {"RQF_JOB_CONTAINER": "${{ job.container.id }}"}
+    result = subprocess.run(  # noqa: S603  # bash with the manifest's own script
+        [bash, "--noprofile", "--norc", "-c", step["run"]],
+        # Only the fake's folder (the probe needs bash's builtins only): no python3 of this machine.
+        env={"PATH": str(fake), "GITHUB_OUTPUT": str(output), "RQF_JOB_CONTAINER": container},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return result.returncode, result.stdout + result.stderr, output.read_text()
+
+
+@pytest.mark.parametrize("version", [None, "(3, 10)"], ids=["no-python", "python-3.10"])
+def test_in_a_job_container_without_python_3_11_the_probe_fails_closed_naming_the_docker_guard(
+    tmp_path, version
+):
+    """No setup-python in a container job: the probe fails, so every later step is skipped."""
+    code, log, output = _probe(tmp_path, version, container="4f2a9c0d1e3b")
+    assert code == 1
+    assert "path=" not in output
+    assert "::error title=runner-queue-fallback guard::" in log
+    assert "/runner-queue-fallback/guard/docker@" in log
+    assert "actions/setup-python is not tried" in log
+    assert "installing one with actions/setup-python" not in log
+
+
+def test_outside_a_job_container_without_python_the_probe_leaves_it_to_setup_python(tmp_path):
+    code, log, output = _probe(tmp_path, "(3, 10)", container="")
+    assert (code, output) == (0, "")
+    assert "installing one with actions/setup-python" in log
+
+
+def test_in_a_job_container_with_python_3_11_the_probe_uses_the_images_python(tmp_path):
+    code, log, output = _probe(tmp_path, "(3, 11)", container="4f2a9c0d1e3b")
+    assert code == 0, log
+    assert output.startswith("path=")
+
+
+def test_the_container_is_known_from_the_job_context_not_from_dockerenv():
+    """/.dockerenv also exists when the runner itself runs in Docker, where setup-python works."""
+    text = COMPOSITE.read_text(encoding="utf-8")
+    scripts = "\n".join(step.get("run", "") for step in _steps())
+    assert ".dockerenv" not in scripts
+    assert ".containerenv" not in scripts
+    assert "RQF_JOB_CONTAINER: ${{ job.container.id }}" in text
+
+
+def test_guard_act_skips_the_container_runs_without_an_engine_unless_required(tmp_path):
+    """No Docker engine (as on a CI machine): a clean skip, exit 0; with --require, a failure."""
+    bash = shutil.which("bash")
+    assert bash
+    env = {
+        "PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+        "PYTHON": sys.executable,
+        "DOCKER_HOST": f"unix://{tmp_path}/no-engine.sock",
+        "TMPDIR": str(tmp_path),
+        "HOME": str(tmp_path),
+    }
+    codes = {}
+    for extra in ([], ["--require"]):
+        result = subprocess.run(  # noqa: S603  # the repository's own script
+            [bash, str(ROOT / "scripts" / "guard-act"), *extra, "container"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert "SKIP container: " in result.stdout, result.stdout + result.stderr
+        codes[bool(extra)] = result.returncode
+    assert codes == {False: 0, True: 1}
 
 
 # -- the guard step as the runner runs it, against the fake GitHub on loopback ----------------------

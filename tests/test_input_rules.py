@@ -17,6 +17,7 @@ POOL_INPUTS = {
     "execution-timeout-minutes",
     "admission-timeout-minutes",
     "runners",
+    "hosted-last-resort",
 }
 GOOD = {
     "workflow": "runner-worker.yml",
@@ -75,9 +76,15 @@ def test_plan_simulate_and_preflight_refuse_what_coordinate_refuses(name: str, v
     coordinate = [line for line in out.getvalue().splitlines() if "input '" in line]
     assert code == 2
     assert any(f"input '{name}'" in line for line in coordinate)
+    assert all(line.startswith("::error title=error%3A ") for line in coordinate)  # its outcome
     for command, (exit_code, errors) in found.items():
         assert exit_code == 2, command
-        assert errors == coordinate, command
+        assert _messages(errors) == _messages(coordinate), command
+
+
+def _messages(annotations: list[str]) -> list[str]:
+    """The annotations' messages: the action step's title also leads with its `outcome` word."""
+    return [line.split("::", 2)[2] for line in annotations]
 
 
 def test_plan_needs_only_the_inputs_it_uses():

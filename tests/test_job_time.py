@@ -236,6 +236,15 @@ def test_without_an_added_wait_a_short_job_is_not_refused_at_run_time():
             "calls a reusable workflow",
         ),
         (None, {}, "-> 404"),
+        ("jobs: [a, b\n", {}, "is not a readable workflow"),
+        (coordinator_yaml("1.5"), {}, "is '1.5', not a whole number of minutes"),
+        (coordinator_yaml("90"), {"GITHUB_JOB": ""}, "GITHUB_JOB is not set"),
+        (
+            coordinator_yaml("90"),
+            {"GITHUB_WORKFLOW_REF": "octo-org/octo-repo/runner-check.yml"},
+            "names no workflow file",
+        ),
+        (coordinator_yaml("90"), {"GITHUB_WORKFLOW_SHA": "main"}, "'main' is not a commit SHA"),
         (coordinator_yaml("90"), {"GITHUB_WORKFLOW_REF": ""}, "GITHUB_WORKFLOW_REF is not set"),
         (
             coordinator_yaml("90"),
@@ -245,7 +254,20 @@ def test_without_an_added_wait_a_short_job_is_not_refused_at_run_time():
             "the workflow file is in other/repo",
         ),
     ],
-    ids=["expression", "step-expression", "no-such-job", "reusable", "404", "unset", "other-repo"],
+    ids=[
+        "expression",
+        "step-expression",
+        "no-such-job",
+        "reusable",
+        "404",
+        "not-a-workflow",
+        "not-whole",
+        "no-job-key",
+        "no-file-in-ref",
+        "not-a-sha",
+        "unset",
+        "other-repo",
+    ],
 )
 def test_an_unreadable_timeout_is_said_once_and_the_sequence_goes_on_as_before(
     content, environ, said

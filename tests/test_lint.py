@@ -10,6 +10,8 @@ import pytest
 from runner_queue_fallback import cli
 from runner_queue_fallback.lint import RULES, lint_directory, lint_files
 from runner_queue_fallback.lint.model import Finding
+from runner_queue_fallback.outcome import OUTCOMES
+from runner_queue_fallback.report import COORDINATOR_OUTPUTS
 
 GOOD = Path(__file__).parent / "data" / "lint" / "good"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -36,6 +38,7 @@ WORKLOAD_INPUT = "      workload:\n        required: true\n        type: string\
 COORDINATOR_USES = f"      - uses: acme/runner-queue-fallback@{SHA}\n"
 ON_DISPATCH = "on:\n  workflow_dispatch:"
 PINNED = "          source-policy: pinned-after-start\n"
+HOSTED_LAST_RESORT = "          hosted-last-resort: ubuntu-24.04\n"
 
 
 def _add(key: str, after: str, added: str) -> tuple[str, str, str]:
@@ -269,6 +272,18 @@ CATALOGUE = [
         id="guard-names-its-coordinator-but-not-its-ref",
     ),
     pytest.param(
+        "RQF122",
+        [
+            _add(
+                "w",
+                "    timeout-minutes: 15\n",
+                "    container:\n      image: nvidia/cuda:12.4.1-base\n",
+            )
+        ],
+        [("w", "guard@")],
+        id="composite-guard-in-a-container-job",
+    ),
+    pytest.param(
         "RQF200",
         [("c", "acme/runner-queue-fallback@", "acme/other-action@")],
         [("c", "# A coordinator")],
@@ -386,6 +401,23 @@ CATALOGUE = [
         ],
         [("c", "queue-polcy:")],
         id="unknown-coordinator-input",
+    ),
+    pytest.param(
+        "RQF219",
+        [
+            (
+                "c",
+                "      - uses: acme/runner-queue-fallback@",
+                "      - id: fallback\n        uses: acme/runner-queue-fallback@",
+            ),
+            _add(
+                "c",
+                "    timeout-minutes: 250\n",
+                "    outputs:\n      gave-up: ${{ steps.fallback.outputs.outcome == 'no_runner' }}\n",
+            ),
+        ],
+        [("c", "no_runner")],
+        id="outcome-compared-with-a-word-it-never-takes",
     ),
     pytest.param(
         "RQF212",
@@ -529,6 +561,15 @@ CATALOGUE = [
         [("w", "coordinator-workflow: runner-check.yml", "coordinator-workflow: ci.yml")],
         [("w", "coordinator-workflow:")],
         id="guard-names-another-coordinator",
+    ),
+    pytest.param(  # issue 33; its errors and notice: tests/test_hosted.py
+        "RQF307",
+        [
+            _add("c", "          execution-timeout-minutes: '15'\n", HOSTED_LAST_RESORT),
+            ("c", "timeout-minutes: 250", "timeout-minutes: 270"),  # one more candidate
+        ],
+        [("w", "    steps:")],
+        id="hosted-last-resort-is-billed-and-runs-every-step",
     ),
 ]
 
@@ -1112,3 +1153,125 @@ def test_rqf218_a_short_deadline_inside_runners_is_reported_at_runners(tmp_path)
     assert finding.line == _line(texts["c"], "runners:")
     assert "candidate 2 (nv-cpu-general / linux-amd64-cpu8, 1 min)" in finding.message
     assert "candidate 1" not in finding.message
+
+
+# RQF122: the composite guard in a `container:` job runs on the image's Python (if any).
+CUDA = "nvidia/cuda:12.4.1-base-ubuntu22.04"
+IN_CONTAINER = (
+    "    container:\n      image: {image}\n      env:\n        NVIDIA_VISIBLE_DEVICES: x\n"
+)
+
+
+def _rqf122(tmp_path: Path, edits) -> list[Finding]:
+    _write_pair(tmp_path, edits)
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert {f.rule for f in findings} <= {"RQF122"}, [f.text() for f in findings]
+    return findings
+
+
+def _container_job(image: str = CUDA) -> tuple[str, str, str]:
+    return _add("w", "    timeout-minutes: 15\n", IN_CONTAINER.format(image=image))
+
+
+def test_rqf122_the_composite_guard_in_a_container_job_warns_and_names_the_docker_form(tmp_path):
+    (finding,) = _rqf122(tmp_path, [_container_job()])
+    assert finding.level == "warning"
+    assert "runs inside the job's image" in finding.message
+    assert "python3 >= 3.11" in finding.message
+    assert "guard/docker@" in finding.fix
+    assert "# rqf: python3.11+" in finding.fix
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [f"acme/runner-queue-fallback/guard/docker@{SHA}", "./guard/docker", "./guard/docker/"],
+    ids=["docker", "local-docker", "local-docker-slash"],
+)
+def test_rqf122_the_docker_guard_in_a_container_job_does_not_warn(tmp_path, guard):
+    edits = [_container_job(), ("w", f"acme/runner-queue-fallback/guard@{SHA}", guard)]
+    if guard.startswith("./"):
+        edits.append(("c", f"acme/runner-queue-fallback@{SHA}", "./"))
+    assert _rqf122(tmp_path, edits) == []
+
+
+def test_rqf122_the_local_composite_guard_warns_too(tmp_path):
+    edits = [
+        _container_job(),
+        ("w", f"acme/runner-queue-fallback/guard@{SHA}", "./guard"),
+        ("c", f"acme/runner-queue-fallback@{SHA}", "./"),
+    ]
+    assert [f.rule for f in _rqf122(tmp_path, edits)] == ["RQF122"]
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        "    container:\n      image: python:3.12-slim # rqf: python3.11+\n",
+        "    container: # RQF: Python3.11+ (our CI image)\n      image: ghcr.io/acme/ci:3\n",
+        "    container: python:3.12-slim  # rqf: python3.11+\n",
+    ],
+    ids=["on-the-image-line", "on-the-container-line-any-case", "string-form"],
+)
+def test_rqf122_the_stated_python_image_does_not_warn(tmp_path, container):
+    """The user states the image has python3 >= 3.11 with the documented comment marker."""
+    edits = [_add("w", "    timeout-minutes: 15\n", container)]
+    assert _rqf122(tmp_path, edits) == []
+
+
+def test_rqf122_the_marker_elsewhere_states_nothing(tmp_path):
+    """Only the `container:` or `image:` line counts: a marker on another line is not a statement."""
+    edits = [
+        _container_job(),
+        ("w", "    timeout-minutes: 15\n", "    timeout-minutes: 15 # rqf: python3.11+\n"),
+    ]
+    assert [f.rule for f in _rqf122(tmp_path, edits)] == ["RQF122"]
+
+
+def test_rqf122_a_job_without_container_does_not_warn(tmp_path):
+    assert _rqf122(tmp_path, []) == []
+
+
+# RQF219: lint knows the coordinator's outputs (actionlint cannot) and the words of `outcome`.
+FALLBACK_ID = (
+    "c",
+    "      - uses: acme/runner-queue-fallback@",
+    "      - id: fallback\n        uses: acme/runner-queue-fallback@",
+)
+
+
+def _rqf219(tmp_path: Path, steps: str) -> tuple[list[Finding], str]:
+    after = "          execution-timeout-minutes: '15'\n"
+    texts = _write_pair(tmp_path, [FALLBACK_ID, _add("c", after, steps)])
+    result = lint_files(tmp_path / FILES["c"])
+    return [f for f in result.findings if f.rule == "RQF219"], texts["c"]
+
+
+def test_rqf219_every_output_and_every_outcome_word_of_the_action_is_clean(tmp_path):
+    """The outputs action.yml declares and the five words of `outcome` give no finding."""
+    outputs = " ".join(f"${{{{ steps.fallback.outputs.{name} }}}}" for name in COORDINATOR_OUTPUTS)
+    words = " || ".join(f"steps.fallback.outputs.outcome == '{word}'" for word in OUTCOMES)
+    steps = f"      - if: {words}\n        run: echo {outputs}\n"
+    found, _ = _rqf219(tmp_path, steps)
+    assert found == []
+
+
+def test_rqf219_an_output_the_action_does_not_set_is_reported_at_its_line(tmp_path):
+    """In a block `run:`, the line of the reference itself; another step's outputs are not ours."""
+    steps = (
+        "      - id: other\n        run: echo\n"
+        "      - run: |\n"
+        "          echo ${{ steps.other.outputs.result }}\n"
+        "          echo ${{ steps.fallback.outputs.result }}\n"
+    )
+    found, text = _rqf219(tmp_path, steps)
+    [finding] = found
+    assert finding.line == _line(text, "steps.fallback.outputs.result")
+    assert "sets no output `result`" in finding.message
+    assert "outcome" in finding.fix
+
+
+def test_rqf219_a_word_compared_either_way_round_is_checked(tmp_path):
+    steps = "      - if: \"'no_runner' != steps.fallback.outputs.outcome\"\n        run: echo\n"
+    [finding], _ = _rqf219(tmp_path, steps)
+    assert "'no_runner', a word it never takes" in finding.message
+    assert "no-runner" in finding.fix

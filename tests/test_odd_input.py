@@ -203,7 +203,7 @@ def test_deep_runners_and_workload_json_are_input_errors(no_network, name: str, 
         code = cli.main(["coordinate"], environ, clock=clock, session=session)
     text = out.getvalue()
     assert code == 2, text
-    assert f"::error title=Invalid input::input '{name}' is JSON too deeply nested" in text
+    assert f"::error title=error%3A Invalid input::input '{name}' is JSON too deeply nested" in text
     assert "Traceback" not in text
     assert adapter.sent == []
 

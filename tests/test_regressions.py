@@ -7,15 +7,19 @@ the bug. The docstring says what went wrong before the fix.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from runner_queue_fallback.inputs import InputErrors, read_coordinator_inputs
+from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Timings, Workload
 from tests.invariants import children, dispatch_posts
 from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
 from tests.test_fuzz_inputs import PROFILES, VALID, InputSet, run_cli
 
 FULL = ((0.0, 10.0**9),)
+CPU16 = {"group": "nv-cpu-general", "labels": "linux-amd64-cpu16"}
 
 
 def test_signal_during_the_cleanup_of_an_error_still_publishes_the_result():
@@ -159,3 +163,125 @@ def test_quota_spent_before_the_first_identity_read_cancels_no_started_workload(
     assert kid.conclusion == "success"
     assert kid.cancel_requests == []
     assert outcome.run.exit_code == 0, outcome.run.log
+
+
+def _runners(*entries: dict[str, object]) -> str:
+    return json.dumps(list(entries))
+
+
+#: Quota spent by others during the startup window, every rate-limit header reading "nan".
+UNREADABLE_QUOTA_CASES = [
+    pytest.param(
+        Case(
+            inputs=base_inputs(
+                {
+                    "workflow-ref": "refs/heads/main",
+                    "queue-timeout-minutes": "1",
+                    "execution-timeout-minutes": "120",
+                    "runners": _runners(
+                        {**CPU16, "queue-timeout-minutes": 1},
+                        *(
+                            {**CPU16, "labels": f"linux-amd64-cpu{n}", "queue-timeout-minutes": 1}
+                            for n in (8, 32, 4)
+                        ),
+                        {**CPU16, "labels": "linux-amd64-cpu64"},
+                    ),
+                }
+            ),
+            pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+            timings=Timings(timeout_minutes=180.0),
+            workload=Workload(outcome="success", duration=5400.0),
+            guard=False,
+            odd_header="nan",
+            quota_spent_at=0.7,
+            quota_phase="startup",
+        ),
+        id="workload-of-90-minutes",
+    ),
+    pytest.param(
+        Case(
+            inputs=base_inputs(
+                {
+                    "workflow-ref": "refs/heads/main",
+                    "queue-timeout-minutes": "1",
+                    "execution-timeout-minutes": "1",
+                    "runners": _runners(
+                        {**CPU16, "queue-timeout-minutes": 1}, {**CPU16, "queue-timeout-minutes": 2}
+                    ),
+                }
+            ),
+            pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+            workload=Workload(outcome="success", duration=30.0),
+            faults=(
+                Fault(kind="timeout", start=0.0, end=30.0, count=1, retry_after=0),
+                Fault(kind="status", start=0.0, end=30.0, count=1, status=500, retry_after=0),
+                Fault(
+                    kind="status",
+                    path=r"/actions/runs/\d+$",
+                    start=15.2,
+                    count=2,
+                    status=500,
+                    retry_after=0,
+                ),
+            ),
+            guard=False,
+            odd_header="nan",
+            quota_spent_at=15.2,
+        ),
+        id="run-reads-failing-at-the-reset",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", UNREADABLE_QUOTA_CASES)
+def test_a_primary_limit_with_unreadable_headers_pauses_the_startup_window_for_the_known_reset(
+    case: Case,
+):
+    """Others spent the quota during the startup window; every rate-limit header read "nan".
+
+    Before: the 403s said "API rate limit exceeded" but not `remaining: 0`, so the client kept
+    the stale count from `GET /rate_limit` and never used the reset it knew: the window did not
+    pause, closed on refused reads, and the cleanup's back-off (60 s doubling, 3780 s in all,
+    exactly its window and reset budget) cancelled a worker that had started in the hour
+    (invariant 11), or ended with three reads of the child at one instant (the retry bound).
+    Fix: a primary refusal means no quota is left, whatever its headers say.
+    """
+    outcome = execute(case)
+    run = outcome.run
+    paused = [line for line in run.log.splitlines() if "the startup window of child" in line]
+    assert any("pauses for" in line for line in paused), run.log
+    [kid] = children(outcome.world)
+    assert kid.conclusion == "success"
+    assert kid.cancel_requests == []
+    assert run.exit_code == 0, run.log
+
+
+def test_a_cancel_refused_while_its_fresh_read_fails_is_not_read_again_at_once():
+    """SIGTERM after the child finished: the cancel got 409, and the fresh read of the run
+    behind it failed (500, then 500 at its retry, the next retry past the signal's budget).
+
+    Before: the confirmation read the same run at that instant, 0 s after the failure the retry
+    policy had just declined to retry, and the post step read it a third time: a retry beyond
+    the spec's two. Fix: the failed fresh read is that poll's read; the next one is a poll later.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "2", "execution-timeout-minutes": "10"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+        workload=Workload(outcome="success", duration=30.0),
+        faults=(Fault(kind="status", path=r"/actions/runs/\d+$", start=75.0, count=3, status=500),),
+        interrupt_at=75.0,
+        guard=False,
+    )
+    outcome = execute(case)
+    [kid] = children(outcome.world)
+    run_path = f"/actions/runs/{kid.run_id}"
+    conflict = next(e.time for e in outcome.world.ledger if e.status == 409)
+    reads = [
+        e.time
+        for e in outcome.world.ledger
+        if e.method == "GET" and e.path.endswith(run_path) and e.time >= conflict
+    ]
+    # The fresh read and its retry (main step), then the post step's read and its retry.
+    assert reads == [75.0, 80.0, 80.0, 85.0], reads
+    assert "cleanup NOT confirmed" in outcome.run.log
+    assert f"Child run {kid.run_id} is already completed" in outcome.run.post_log

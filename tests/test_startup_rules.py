@@ -2,24 +2,39 @@
 
 Each test runs the real coordinator through `cli.main` (the `Scenario` helper) against the fake
 GitHub, and states one rule of `sequence/startup.py`: what the window's expiry reports, when a
-zombie run is named as one, how much of the window a quota pause says is left, and that a wrong
-job fails at the first read.
+zombie run is named as one, how much of the window a quota pause says is left, that a wrong
+job fails at the first read, and that a run found by run-name is listed again at the next poll.
 """
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from runner_queue_fallback import timing
+from runner_queue_fallback import cli, timing
+from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.sim.model import Platform, Timings
-from runner_queue_fallback.simulation import SimulationRun
+from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.simulation import SimulationRun, run_coordinator
 from tests.invariants import dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
+from tests.test_older_server import inputs as older_inputs
+from tests.test_older_server import older_world
 from tests.test_quota import spend_all_at
 
 FIRST_CHILD = 9000000001
 NEVER = 10_000.0
 NEVER_CREATED = "GitHub never created its worker job"
+
+
+#: The run-name search's listing (the workflow's runs), on an older server.
+LISTING = re.compile(r"/actions/workflows/[^/]+/runs(\?|$)")
+
+
+def run_name_listings(world: FakeGitHub) -> list[float]:
+    """When the main step listed the workflow's runs (one time per listing)."""
+    return sorted({e.time for e in world.ledger if e.client == 0 and LISTING.search(e.path)})
 
 
 def startup_failure(result: SimulationRun) -> str:
@@ -135,3 +150,17 @@ def test_a_child_whose_one_job_has_another_name_fails_at_the_first_startup_read(
     [cancel] = s.cancels()
     assert cancel == timing.STARTUP_FIRST_CHECK_SECONDS
     assert "Waiting round" not in result.log
+
+
+def test_a_run_found_by_run_name_is_listed_again_at_the_next_poll_while_its_job_is_not_listed():
+    """An older server; the run found at 15 s has no job listed before 33 s: the startup reads
+    go on every 5 s, and the one listing again comes with the first of them (20 s), not later."""
+    clock = FakeClock()
+    world, sha = older_world(clock, cpu16_busy=False)
+    world.timings = Timings(jobs_delay=30.0)
+    world.on_worker_start = None
+    result = run_coordinator(world, clock, older_inputs(sha), main=cli.main, post_step=False)
+    assert result.exit_code == 0, result.log
+    found = timing.STARTUP_FIRST_CHECK_SECONDS
+    assert f"Found run {FIRST_CHILD} named" in result.log
+    assert run_name_listings(world) == [found, found + timing.STARTUP_POLL_SECONDS]

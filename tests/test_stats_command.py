@@ -7,6 +7,7 @@ import json
 import sys
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import jsonschema  # type: ignore[import-untyped]  # no stubs; only validates a document
 import pytest
@@ -109,7 +110,9 @@ def test_stops_early_to_leave_coordinators_their_reserve(small, capsys):
         (["--since", "400d"], "--since"),
         (["--max-runs", "0"], "--max-runs"),
         (["--max-runs", "lots"], "--max-runs"),
-        (["--max-runs", "5000"], "--max-runs"),
+        (["--max-runs", "10001"], "--max-runs"),
+        (["--max-runs", "1" + "0" * 400], "--max-runs"),
+        (["--save-history", "no/such/dir/h.json"], "--save-history"),
         (["--plot", "chart.pdf"], "--plot"),
         (["--runners", "[]"], "--runner-type"),
         (["--workflow", "../x.yml"], "--workflow"),
@@ -176,7 +179,7 @@ def test_the_window_is_measured_on_the_clock(small, capsys):
     document = json.loads(capsys.readouterr().out)
     assert document["reading"]["runs_in_window"] == 0
     assert document["window"]["since"] == "2026-11-05T09:00:00Z"
-    assert world.ledger[0].query.count("created=%3E%3D2026-11-05T09:00:00Z") == 1
+    assert world.ledger[0].query.count("created=2026-11-05T09:00:00Z..2026-11-12T09:00:00Z") == 1
     assert run_stats(world, clock, "--since", "12d", "--json") == 0
     later = json.loads(capsys.readouterr().out)
     assert 0 < later["reading"]["runs_in_window"] < len(world.runs)
@@ -229,3 +232,45 @@ def test_the_plan_is_shown_before_the_first_request(small, capsys):
     session.mount(world.api_url + "/", SimAdapter(world))
     assert run_stats(world, clock, "--max-runs", "5", session=session) == 0
     assert Spy.plan_seen
+
+
+def _as_version_1(document: Any) -> Any:
+    """A version 2 document as version 1 wrote it: without what version 2 added."""
+    old = json.loads(json.dumps(document))
+    old["version"] = 1
+    for key in ("carried_forward", "queued_with_steps", "windows", "source"):
+        del old["reading"][key]
+    for pool in old["pools"]:
+        del pool["cicd.pipeline.run.queue.duration"]
+    rec = old["recommendation"]
+    for evaluation in [rec["current"], *rec["best"]] if rec else []:
+        if evaluation is not None:
+            del evaluation["raises_failure_rate"], evaluation["versus_current"]
+    return old
+
+
+def test_the_schema_validates_both_versions_and_simulate_waits_reads_both(small, tmp_path, capsys):
+    world, clock = history_world(small)
+    current = runners((CPU16, 10), (CPU8, 10))
+    assert run_stats(world, clock, "--json", "--runner-type", "cpu", "--runners", current) == 0
+    new = json.loads(capsys.readouterr().out)
+    old = _as_version_1(new)
+    assert new["version"] == 2
+    jsonschema.validate(new, SCHEMA)
+    jsonschema.validate(old, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):  # a version 2 pool without the OTel name
+        jsonschema.validate({**old, "version": 2}, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):  # version 1 has no such fields
+        jsonschema.validate({**new, "version": 1}, SCHEMA)
+    replayed = []
+    for version, document in ((1, old), (2, new)):
+        path = tmp_path / f"v{version}.json"
+        path.write_text(json.dumps(document))
+        args = ["simulate", "--waits", str(path), "--runner-type", "cpu", "--runners", current]
+        assert main([*args, "--replays", "5", "--json"]) == 0, version
+        replayed.append(json.loads(capsys.readouterr().out)["replayed"])
+    assert replayed[0] == replayed[1]
+    path = tmp_path / "v3.json"
+    path.write_text(json.dumps({**new, "version": 3}))
+    assert main(["simulate", "--waits", str(path), "--runner-type", "cpu"]) == 2
+    assert "version 1 or 2" in capsys.readouterr().out

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.profiles import Candidate
+from runner_queue_fallback.stats.history import History
 from runner_queue_fallback.stats.recommend import PoolData, Step, evaluate, recommend
+from runner_queue_fallback.stats.report import Report
 from runner_queue_fallback.stats.survival import Observation, kaplan_meier
 from tests.stats_support import (
     CPU8,
@@ -20,6 +24,8 @@ from tests.stats_support import (
     runners,
     slow_first_spec,
 )
+
+_T0 = datetime(2026, 11, 2, 9, tzinfo=UTC)
 
 
 def pool(labels: str, waits: list[float], censored_at: float = 0.0, censored: int = 0) -> PoolData:
@@ -89,3 +95,55 @@ def test_replay_refuses_a_pool_it_has_no_waits_for(tmp_path, capsys):
     assert "no measured waits for linux-amd64-cpu32" in capsys.readouterr().out
     assert main(["simulate", "--waits", str(waits), "--runner-type", "cpu", "--replays", "0"]) == 2
     assert "--replays must be" in capsys.readouterr().out
+
+
+def _flaky_and_steady() -> dict[str, PoolData]:
+    """a: quick but 25% never served within 10 min; b: 20 quick runners, half never served."""
+    a = pool("a", [30 + 19 * i for i in range(30)], censored_at=600, censored=10)
+    b = pool("b", [40 + 10 * i for i in range(20)], censored_at=900, censored=20)
+    return {"a": a, "b": b}
+
+
+def test_a_recommendation_that_raises_the_failure_rate_is_never_ranked_first():
+    pools = _flaky_and_steady()
+    current = [Candidate(GROUP, "a", 10), Candidate(GROUP, "b", 10)]
+    rec = recommend(current, pools)
+    assert rec.current is not None
+    fastest = rec.best[-1]  # the fastest order of all is exhausted more often: listed last
+    assert fastest.raises_failure_rate(rec.current)
+    assert fastest.mean() < rec.best[0].mean()
+    assert all(not e.raises_failure_rate(rec.current) for e in rec.best[:-1])
+    assert rec.best[0].exhausted <= rec.current.exhausted
+
+
+def test_a_longer_wait_with_fewer_failures_ranks_first_and_shows_the_extra_wait(capsys):
+    """From the fast, flaky order, the report ranks the steadier one first and says its cost."""
+    pools = _flaky_and_steady()
+    current = [Candidate(GROUP, "b", 4), Candidate(GROUP, "a", 7)]
+    rec = recommend(current, pools)
+    assert rec.current is not None
+    best = rec.best[0]
+    assert best.exhausted < rec.current.exhausted
+    assert best.mean() > rec.current.mean()  # the price: a longer wait
+    report = Report("o/r", "w.yml", _T0, _T0, History(), 0, 0, recommendation=rec)
+    line = next(line for line in report.text().splitlines() if line.lstrip().startswith("#1:"))
+    assert re.search(r"vs current: \d+\.\d min slower; exhausted \d+\.\d points less often", line)
+
+
+def test_thin_data_is_said_per_pool_and_nothing_is_recommended_on_it(capsys):
+    """Twelve sequences: each pool's row says the data are too thin; no empty order is offered."""
+    world, clock = history_world(slow_first_spec(sequences=12, seed=8))
+    current = runners((CPU16, 10), (CPU8, 10))
+    assert run_stats(world, clock, "--runner-type", "cpu", "--runners", current) == 0
+    out = capsys.readouterr().out
+    rows = [
+        line
+        for line in out.splitlines()
+        if line.startswith(("linux-amd64-cpu16", "linux-amd64-cpu8"))
+    ]
+    assert len(rows) == 2
+    assert all("too few to estimate its waits:" in row and "%" not in row for row in rows)
+    assert "nothing rests on linux-amd64-cpu16:" in out
+    assert "nothing recommended: no pool of the runner type has enough data" in out
+    assert "#1:" not in out
+    assert "runners: []" not in out

@@ -10,21 +10,41 @@ from contextlib import contextmanager
 
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.coordinator import Coordinator
-from runner_queue_fallback.errors import Interrupted
+from runner_queue_fallback.errors import Interrupted, RQFError
 from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.outcome import outcome_of_exception, title
+from runner_queue_fallback.plan import Plan, make_plan
 from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.report import Reporter
 from runner_queue_fallback.summary import publish
 
 __all__ = ["run", "signals_interrupt"]
 
 
 def run(_args: argparse.Namespace, ctx: Context) -> int:
-    """Run the sequence, publish outputs and summary; 0 only when the child succeeded."""
+    """Run the sequence, publish outputs and summary; 0 only when the child succeeded.
+
+    A step ended before its result is published (an input error, a signal, a bug) still sets
+    the `outcome` output, and the annotation of an error of ours leads with the same word.
+    """
+    reporter = ctx.reporter()
+    try:
+        return _coordinate(ctx, reporter)
+    except BaseException as exc:  # re-raised: the root reports it, or the traceback shows it
+        if "outcome" not in reporter.outputs:
+            word = outcome_of_exception(exc)
+            reporter.set_output("outcome", word)
+            if isinstance(exc, RQFError):
+                exc.title = title(word, exc)  # the root's annotation leads with the word too
+        raise
+
+
+def _coordinate(ctx: Context, reporter: Reporter) -> int:
     inputs = read_coordinator_inputs(ctx.environ, load_profiles())
     context = read_run_context(ctx.environ)
-    reporter = ctx.reporter()
     token = inputs.token.get_secret_value()
     reporter.mask(token)
+    _say_hosted(make_plan(inputs.pools), reporter)
     clock = ctx.clock_factory()
     client = ctx.client(context, token, clock, reporter, inputs.api_version)
     with signals_interrupt() as settle:
@@ -38,6 +58,14 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
         f"{stats.counted} counted against the rate limit{waited}"
     )
     return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _say_hosted(plan: Plan, reporter: Reporter) -> None:
+    """A hosted last resort (issue 33) is billed: say so up front, and warn of a label on trust."""
+    for note in plan.hosted_notes:
+        reporter.log(f"Note: {note}")
+    for text in plan.hosted_warnings:
+        reporter.warning(text, title="Hosted last resort")
 
 
 @contextmanager

@@ -30,7 +30,12 @@ INPUT_HELP = {
     "admission-timeout-minutes": "0 to 360; 0 fails at once on a low API quota (default: 60)",
     "runners": (
         'JSON array of 1 to 7 {"group", "labels", "queue-timeout-minutes"} objects replacing '
-        "the profile's list (default: the profile)"
+        'the profile\'s list, optionally ending with one {"hosted": "ubuntu-24.04"} '
+        "(default: the profile)"
+    ),
+    "hosted-last-resort": (
+        "a GitHub-hosted Linux label tried after every profile pool, CPU types only, not with "
+        "--runners (default: none)"
     ),
     "workload": "JSON object forwarded to the child, never secrets (default: {})",
     "source-policy": "current or pinned-after-start (default: current)",

@@ -31,7 +31,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--busy",
         action="append",
         metavar="POOL=DURATION",
-        help="no free runner in POOL (its labels) for DURATION (40m, 90s, 1h, always); repeatable",
+        help="no free runner in POOL (its labels) for the first DURATION of the run (40m, 90s, 1h, "
+        "always); repeatable",
     )
     parser.add_argument(
         "--workload-outcome",
@@ -48,7 +49,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--waits", metavar="STATS_JSON", help="replay waits from `stats --json` (default: none)"
     )
     parser.add_argument("--replays", metavar="N", help="with --waits: runs (default 200)")
-    parser.add_argument("--seed", metavar="N", help="with --waits: random seed (default 1)")
+    parser.add_argument(
+        "--seed", metavar="N", help="with --waits or --write-history: random seed (default 1)"
+    )
+    parser.add_argument(
+        "--write-history",
+        metavar="FILE",
+        help="write a simulated fleet's 14 days as a history file for `stats --history`",
+    )
     add_input_flags(parser, "coordinator inputs (INPUT_* variables are not read here)")
 
 

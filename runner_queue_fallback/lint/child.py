@@ -1,6 +1,6 @@
 """Rules for the child workflow: one guarded, read-only `worker` job started only by dispatch.
 
-Long (456 lines) because one rule per function for the child workflow, each with its message and
+Long (499 lines) because one rule per function for the child workflow, each with its message and
 fix; the rule table is lint/model.py's.
 """
 
@@ -325,6 +325,7 @@ def _steps(child: Workflow, job: Node, report: Report) -> None:
         )
     else:
         _guard(child, guard, report)
+        _container(child, job, guard, report)
     for index, step in enumerate(steps):
         _continue_on_error(child, step, report, guard=guard is not None and index == guard.index)
         if is_checkout(step.text_of("uses")):
@@ -420,6 +421,44 @@ def _coordinator_ref(child: Workflow, values: dict[str, Node], report: Report) -
         "set `coordinator-ref: refs/heads/main` (the protected branch the coordinator runs from) "
         "under the guard's `with:`, unless the coordinator runs on pull requests",
     )
+
+
+#: The comment that states a job container's image has python3 >= 3.11 on PATH (RQF122), written
+#: on the `container:` line or on its `image:` line.
+PYTHON_IMAGE_MARKER = "rqf: python3.11+"
+
+
+def _container(child: Workflow, job: Node, guard: Guard, report: Report) -> None:
+    """RQF122: in a `container:` job the composite guard runs on the image's Python, if any.
+
+    Its `run:` steps execute inside the job's image, where actions/setup-python's build need not
+    run, so without python3 >= 3.11 there it fails closed; the Docker guard brings its own Python,
+    and a container job's runner has Docker.
+    """
+    container = job.get("container")
+    path = (guard.step.text_of("uses") or "").strip().partition("@")[0].rstrip("/")
+    if container is None or path.endswith("guard/docker"):
+        return
+    image = container.get("image")
+    lines = {container.line, image.line if image is not None else container.line}
+    if any(_marked(child.line_text(line)) for line in lines):
+        return
+    report.add(
+        child.path,
+        guard.uses_line,
+        "RQF122",
+        "the composite guard in a `container:` job runs inside the job's image: without "
+        "python3 >= 3.11 there (a CUDA image often has none) it fails closed before any workload",
+        "use the Docker form, `<owner>/runner-queue-fallback/guard/docker@<same ref>`, or, if the "
+        f"image has python3 >= 3.11 on PATH, say so with `# {PYTHON_IMAGE_MARKER}` on its "
+        "`image:` line",
+    )
+
+
+def _marked(line: str) -> bool:
+    """True if the line's comment carries the RQF122 marker (any case)."""
+    _, hash_, comment = line.partition("#")
+    return bool(hash_) and PYTHON_IMAGE_MARKER in comment.lower()
 
 
 def _checkout(child: Workflow, step: Node, report: Report) -> None:

@@ -1,6 +1,6 @@
 """Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust.
 
-Long (598 lines) because one rule per function for the coordinator step, and the timeout rules that
+Long (665 lines) because one rule per function for the coordinator step, and the timeout rules that
 replay `plan`; issue 34 moves the timeout rules out.
 """
 
@@ -10,6 +10,8 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+
+import yaml
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.inputs import (
@@ -35,8 +37,10 @@ from runner_queue_fallback.lint.model import (
     permissions_of,
     whole_minutes,
 )
+from runner_queue_fallback.outcome import OUTCOMES
 from runner_queue_fallback.plan import Plan, make_plan
 from runner_queue_fallback.profiles import Profile, parse_label
+from runner_queue_fallback.report import COORDINATOR_OUTPUTS
 
 __all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
 
@@ -47,6 +51,7 @@ _POOL_INPUTS = (
     "queue-timeout-minutes",
     "execution-timeout-minutes",
     "runners",
+    "hosted-last-resort",
 )
 # Stand-ins for values that are missing (reported by RQF201) or expressions (unknown until the
 # run), so that the action's own validation still checks every literal input.
@@ -184,7 +189,65 @@ def lint_coordinator(
     _no_workload(step, report)
     _concurrency(step, report)
     _matrix(step, report)
+    _outputs(step, report)
     pin_warning(step.workflow, step.ref, step.uses_line, report)
+
+
+#: `steps.<id>.outputs.<name>` in an expression, and a literal compared with `.outcome`.
+_STEP_OUTPUT = re.compile(r"\bsteps\.(?P<id>[\w-]+)\.outputs\.(?P<name>[\w-]+)")
+_OUTCOME_COMPARED = re.compile(
+    r"\bsteps\.(?P<id>[\w-]+)\.outputs\.outcome\s*[!=]=\s*'(?P<value>[^']*)'"
+    r"|'(?P<before>[^']*)'\s*[!=]=\s*steps\.(?P<id2>[\w-]+)\.outputs\.outcome\b"
+)
+
+
+def _outputs(step: CoordinatorStep, report: Report) -> None:
+    """RQF219: what the job reads of the coordinator step exists: its outputs, its outcomes.
+
+    An output the action does not set is empty, and `outcome` compared with a word it never takes
+    is never equal, so a gate built on either never fires (`actionlint` cannot know our outputs).
+    """
+    step_id = step.step.text_of("id")
+    if not step_id:
+        return
+    for line, text in _scalars(step.job):
+        for found in _STEP_OUTPUT.finditer(text):
+            if found["id"] == step_id and found["name"] not in COORDINATOR_OUTPUTS:
+                report.add(
+                    step.workflow.path,
+                    line + text.count("\n", 0, found.start()),
+                    "RQF219",
+                    f"`{found.group()}`: the coordinator action sets no output "
+                    f"`{found['name']}`, so it is always empty",
+                    f"use one of: {', '.join(COORDINATOR_OUTPUTS)}",
+                )
+        for found in _OUTCOME_COMPARED.finditer(text):
+            value = found["value"] if found["id"] is not None else found["before"]
+            if (found["id"] or found["id2"]) == step_id and value not in OUTCOMES:
+                report.add(
+                    step.workflow.path,
+                    line + text.count("\n", 0, found.start()),
+                    "RQF219",
+                    f"`steps.{step_id}.outputs.outcome` is compared with '{value}', a word it "
+                    "never takes, so the comparison never holds",
+                    f"compare with one of: {', '.join(OUTCOMES)}",
+                )
+
+
+def _scalars(node: Node) -> list[tuple[int, str]]:
+    """Every scalar under `node` with the line its text starts on (a block scalar: the next)."""
+    found: list[tuple[int, str]] = []
+    pending = [node.raw]
+    while pending:
+        raw = pending.pop()
+        if isinstance(raw, yaml.ScalarNode):
+            block = raw.style in ("|", ">")
+            found.append((raw.start_mark.line + 1 + int(block), str(raw.value)))
+        elif isinstance(raw, yaml.MappingNode):
+            pending += [value for _, value in raw.value]
+        elif isinstance(raw, yaml.SequenceNode):
+            pending += list(raw.value)
+    return found
 
 
 def _plannable(step: CoordinatorStep) -> bool:

@@ -14,6 +14,7 @@ from runner_queue_fallback.lint.coordinator import (
     find_coordinators,
     lint_coordinator,
 )
+from runner_queue_fallback.lint.hosted import hosted_candidates, lint_hosted_child, note_unchecked
 from runner_queue_fallback.lint.model import (
     CHILD_INPUTS,
     Finding,
@@ -100,9 +101,17 @@ class _Linter:
                 self._child(child)
         for step in steps:
             lint_coordinator(step, self.report, self.profiles)
+            note_unchecked(step, self.report)
             found = self._child_of(step, child)
             if found is not None:
-                _pair(step, found, self.report, execution_minutes(step, self.profiles))
+                budget = execution_minutes(step, self.profiles)
+                _pair(step, found, self.report, budget)
+                hosted = hosted_candidates(step, self.profiles)
+                job = worker_job(found)
+                if job is not None:
+                    lint_hosted_child(
+                        step, found, job[1], self.report, hosted=hosted, budget=budget
+                    )
 
     def _child(self, path: Path) -> Workflow | None:
         workflow = self._load(path)

@@ -97,6 +97,11 @@ _RULES = (
         "notice",
         "child: a guard that sets `coordinator-workflow` also sets `coordinator-ref`",
     ),
+    Rule(
+        "RQF122",
+        "warning",
+        "child: a `container:` worker uses guard/docker, or its image is marked `# rqf: python3.11+`",
+    ),
     Rule("RQF200", "error", "coordinator: the file has a step that uses the coordinator action"),
     Rule(
         "RQF201",
@@ -156,6 +161,11 @@ _RULES = (
         "warning",
         "coordinator: every queue deadline is at least 2 minutes (GitHub's broker and re-queue)",
     ),
+    Rule(
+        "RQF219",
+        "error",
+        "coordinator: `steps.<id>.outputs` of the coordinator step name its outputs and outcomes",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
         "RQF302",
@@ -177,6 +187,13 @@ _RULES = (
         "RQF306",
         "warning",
         "pair: the child's guard sets `coordinator-workflow` to the coordinator's file name",
+    ),
+    Rule(
+        "RQF307",
+        "warning",
+        "pair: with a GitHub-hosted candidate, billed and off the private network, the child's "
+        "steps without an `if:` on the runner listed; guard first and execution <= 360 min "
+        "(errors); not checked for expressions (notice)",
     ),
 )
 #: Every rule, by id.
@@ -276,10 +293,16 @@ class Node:
 
 @dataclass(frozen=True)
 class Workflow:
-    """A parsed workflow file."""
+    """A parsed workflow file, and its text (for the comments YAML drops, such as RQF122's marker)."""
 
     path: Path
     root: Node
+    text: str = ""
+
+    def line_text(self, line: int) -> str:
+        """The file's line `line` (1-based) as written, comment included; "" past the end."""
+        lines = self.text.splitlines()
+        return lines[line - 1] if 0 < line <= len(lines) else ""
 
     def jobs(self) -> list[tuple[str, Node]]:
         """Each job id and its mapping."""
@@ -328,7 +351,7 @@ def parse_workflow(path: Path, text: str, report: Report) -> Workflow | None:
             "start the file with `name:`, `on:` and `jobs:` keys",
         )
         return None
-    return Workflow(path, Node(root))
+    return Workflow(path, Node(root), text)
 
 
 def whole_minutes(text: str | None) -> int | None:

@@ -4,8 +4,9 @@
 change a scenario's pools or workload (or there is no scenario, only flags), the expectation and
 the one-line story are recomputed here from the pools' busy spans, the candidates' deadlines and
 the workload. A world whose outcome hinges on a few seconds (a pool freed right at a deadline, a
-workload ending right at its timeout), or that has faults, events, several coordinators or
-GitHub's own surprises (`Platform`: re-queues, runs without a job, a cancel that does not take),
+workload ending right at its timeout) still runs: `TooClose` says what the outcome turns on, and
+`simulate` says afterwards which way it went. One with faults, events, several coordinators or
+GitHub's own surprises (`Platform`: re-queues, runs without a job, a cancel that does not take)
 is not predicted: `Unpredictable` says which flag to change.
 """
 
@@ -20,7 +21,7 @@ from runner_queue_fallback.scenarios import Expectation
 from runner_queue_fallback.sim.model import DEFAULT_PLATFORM
 from runner_queue_fallback.sim.scenario import PoolSpec, Scenario
 
-__all__ = ["Prediction", "Unpredictable", "predict"]
+__all__ = ["Prediction", "TooClose", "Unpredictable", "predict"]
 
 #: Dispatch to the worker job being listed (visibility + jobs delays), and to the first check.
 _JOB_LISTED = 5.0
@@ -36,6 +37,21 @@ _MARGIN_PER_CANDIDATE = 30.0
 
 class Unpredictable(ValueError):
     """The outcome cannot be stated in advance; the message says what to change."""
+
+
+class TooClose(Unpredictable):
+    """The outcome turns on a few seconds: the world runs, and which way it went is told after.
+
+    `story`: what is known before the hinge; `pool`: the labels of the pool freed near its
+    deadline (None: the workload ends near its timeout); `hinge`: what the outcome turns on.
+    """
+
+    def __init__(self, hinge: str, story: Sequence[str], *, pool: str | None) -> None:
+        """One message: what is known, then what the outcome turns on."""
+        super().__init__(hinge)
+        self.hinge = hinge
+        self.story = "; ".join([*story, hinge])
+        self.pool = pool
 
 
 @dataclass(frozen=True)
@@ -62,13 +78,23 @@ def _free_from(pool: PoolSpec | None, start: float) -> float:
 def _pool_of(world: Scenario, candidate: Candidate) -> PoolSpec | None:
     for pool in world.pools:
         labels = pool.labels if isinstance(pool.labels, str) else ",".join(pool.labels)
-        if pool.group == candidate.group and labels == candidate.label_text:
+        # a hosted candidate has no group: it matches the hosted pool of its labels
+        same = pool.hosted if candidate.hosted else pool.group == candidate.group
+        if same and labels == candidate.label_text:
             return pool
     return None
 
 
 def _minutes(seconds: float) -> str:
     return f"{seconds / 60:g} min"
+
+
+def _busy_past(name: str, free: float, queue_seconds: float) -> str:
+    """A pool busy beyond its queue deadline, as its busy span says (from the run's start)."""
+    deadline = f"its {_minutes(queue_seconds)} queue deadline"
+    if math.isinf(free):
+        return f"{name} never has a free runner, so {deadline} passes"
+    return f"{name} has no free runner until {_minutes(free)} into the run, after {deadline}"
 
 
 def predict(world: Scenario, candidates: Sequence[Candidate], execution_minutes: int) -> Prediction:
@@ -89,10 +115,12 @@ def predict(world: Scenario, candidates: Sequence[Candidate], execution_minutes:
         margin = _MARGIN + _MARGIN_PER_CANDIDATE * number
         name = candidate.label_text
         if abs(free - deadline) < margin:
-            raise Unpredictable(
-                f"{name} frees a runner within {margin:.0f} s of its "
-                f"{_minutes(candidate.queue_seconds)} deadline; give --busy a duration further "
-                "from it"
+            raise TooClose(
+                f"{name} frees a runner {_minutes(free)} into the run, within {margin:.0f} s of its "
+                f"{_minutes(candidate.queue_seconds)} queue deadline: whether it gets the job or "
+                "its child is cancelled depends on the timing",
+                story,
+                pool=name,
             )
         if free < deadline:
             return _served(
@@ -104,7 +132,7 @@ def predict(world: Scenario, candidates: Sequence[Candidate], execution_minutes:
                 execution_minutes=execution_minutes,
                 story=story,
             )
-        story.append(f"{name} has no free runner for {_minutes(candidate.queue_seconds)}")
+        story.append(_busy_past(name, free, candidate.queue_seconds))
         start = deadline + _BETWEEN
     story.append("every queue is exhausted")
     expect = Expectation(exit_code=1, attempts=len(candidates), served_by=None)
@@ -124,13 +152,15 @@ def _served(
     workload = (pool.workload if pool is not None else None) or world.workload
     limit = min(execution_minutes, world.timings.timeout_minutes) * 60.0
     runs_for = _TO_WORKLOAD + workload.duration
-    if abs(runs_for - limit) < _MARGIN:
-        raise Unpredictable(
-            f"the workload ({_minutes(workload.duration)}) ends within {_MARGIN:.0f} s of its "
-            f"{_minutes(limit)} timeout; change --workload-minutes or --execution-timeout-minutes"
-        )
     waited = f" after about {allocated / 60:.0f} min" if allocated > _JOB_LISTED else ""
     story.append(f"{candidate.label_text} gives the worker a runner{waited}")
+    if abs(runs_for - limit) < _MARGIN:
+        raise TooClose(
+            f"the workload ({_minutes(workload.duration)}) ends within {_MARGIN:.0f} s of its "
+            f"{_minutes(limit)} timeout: whether it finishes or is cut off depends on the timing",
+            story,
+            pool=None,
+        )
     if runs_for > limit:
         story.append(f"the workload is cut off at the {_minutes(limit)} timeout")
         exit_code = 1

@@ -11,7 +11,7 @@ from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt, Result
 from runner_queue_fallback.cleanup import RunNameSearch, observe_run
 from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import QuotaSpent, SequenceError
+from runner_queue_fallback.errors import Cancelled, QuotaSpent, SequenceError
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.inputs import CoordinatorInputs, RunContext
@@ -143,6 +143,7 @@ class Sequence:
 
     def note_job(self, attempt: Attempt, observation: Observation) -> None:
         """Record the job's link, and start the queue clock when the job is first seen queued."""
+        attempt.step_started = attempt.step_started or observation.step_started
         job = observation.job
         if job is not None and not observation.has_evidence:
             self.last_queued_read = self.clock.monotonic()
@@ -187,7 +188,7 @@ class Sequence:
         """The coordinator's own run is still in progress, at the same attempt."""
         parent = self.client.get_run(self.ctx.run_id)
         if parent.run_attempt != self.ctx.run_attempt or parent.status not in ACTIVE_RUN_STATUSES:
-            raise SequenceError(
+            raise Cancelled(
                 f"parent run {self.ctx.run_id}: expected attempt {self.ctx.run_attempt} still active, "
                 f"observed attempt {parent.run_attempt} status {parent.status!r} conclusion "
                 f"{parent.conclusion!r}"

@@ -15,7 +15,12 @@ from __future__ import annotations
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.attempts import Attempt
-from runner_queue_fallback.errors import TRANSIENT_ERRORS, SequenceError
+from runner_queue_fallback.errors import (
+    TRANSIENT_ERRORS,
+    ExecutionTimeout,
+    SequenceError,
+    WorkerFailed,
+)
 from runner_queue_fallback.observe import Observation
 from runner_queue_fallback.sequence.context import Sequence, seconds
 
@@ -128,10 +133,10 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
     judge(seq, attempt, observation)
 
 
-def execution_timeout(seq: Sequence, attempt: Attempt) -> SequenceError:
+def execution_timeout(seq: Sequence, attempt: Attempt) -> ExecutionTimeout:
     """The error that ends a worker past execution-timeout-minutes (cleanup then cancels it)."""
     attempt.outcome = "execution timeout"
-    return SequenceError(
+    return ExecutionTimeout(
         f"child {attempt.run_id} did not finish within execution-timeout-minutes "
         f"({seq.inputs.pools.execution_timeout_minutes}); cancelling it"
     )
@@ -152,7 +157,7 @@ def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
             "another pool"
         )
     if not observation.succeeded:
-        raise SequenceError(
+        raise WorkerFailed(
             f"the worker did not succeed: run concluded {observation.run.conclusion!r}, worker job "
             f"{job.conclusion if job else 'missing'!r}. It is not retried on another pool"
         )

@@ -20,6 +20,7 @@ from runner_queue_fallback.sim.hooks import HookRunner, WorkerContext, WorkerHoo
 from runner_queue_fallback.sim.model import (
     DEFAULT_PLATFORM,
     DEFAULT_TIMINGS,
+    HOSTED_GROUP_NAME,
     STEP_GUARD,
     STEP_SETUP,
     STEP_WORKLOAD,
@@ -132,6 +133,28 @@ class ActionsModel(RepoContent, HookRunner):
             group_id = groups.get(group, len(groups) + 2)
             intervals = tuple((float(start), float(end)) for start, end in busy)
             self.pools[key] = Pool(key, runners, intervals, workload, group_id, wait=wait)
+            for _, end in busy:
+                self._events.push(end, lambda: None)  # wake the allocator when the pool frees
+            return key
+
+    def add_hosted_pool(
+        self,
+        labels: str | Sequence[str],
+        *,
+        concurrency: int = 20,
+        busy: Sequence[tuple[float, float]] = (),
+        workload: Workload | None = None,
+    ) -> PoolKey:
+        """Add GitHub-hosted runners of `labels`, at most `concurrency` jobs at once.
+
+        A job is served while fewer than `concurrency` hosted jobs run (the plan's limit) and
+        queues past it; none is free inside `busy`. A child reaches them with `runs-on` naming
+        the labels alone, no group (`parse_runner`).
+        """
+        with self._lock:
+            key = pool_key("", labels)
+            intervals = tuple((float(start), float(end)) for start, end in busy)
+            self.pools[key] = Pool(key, concurrency, intervals, workload, 0, hosted=True)
             for _, end in busy:
                 self._events.push(end, lambda: None)  # wake the allocator when the pool frees
             return key
@@ -433,7 +456,7 @@ class ActionsModel(RepoContent, HookRunner):
     ) -> None:
         """Fill a past job's runner and steps: set up, guard, and the workload if it started."""
         pool = self.pools.get(key) if key else None
-        group = key[0] if key else "Default"
+        group = (pool.group_name if pool else key[0] or HOSTED_GROUP_NAME) if key else "Default"
         group_id = pool.group_id if pool else 1
         job.runner_id = group_id * 1000 + 500 + job.id % 400
         job.runner_name = f"{key[1][0] if key and key[1] else 'runner'}-p{job.id % 400:03d}"
@@ -513,12 +536,12 @@ class ActionsModel(RepoContent, HookRunner):
         self._waiting.remove(run.id)
         pool.holding.append(run.id)
         pool.served += 1
-        name = f"{pool.key[1][0] if pool.key[1] else 'runner'}-{pool.served:03d}"
+        name = pool.runner_name(pool.served)
         shown = self.platform.requeue == "visible"
         run.stale = (t, name, shown)
         if shown:
             job.runner_id, job.runner_name = pool.group_id * 1000 + pool.served, name
-            job.runner_group_id, job.runner_group_name = pool.group_id, pool.key[0]
+            job.runner_group_id, job.runner_group_name = pool.group_id, pool.group_name
             job.started_at = t
             run.touch(t)
         self._events.push(t + self.platform.requeue_after, lambda: self._requeue(run, pool))
@@ -558,8 +581,8 @@ class ActionsModel(RepoContent, HookRunner):
         pool.holding.append(run.id)
         pool.served += 1
         job.runner_id = pool.group_id * 1000 + pool.served
-        job.runner_name = f"{pool.key[1][0] if pool.key[1] else 'runner'}-{pool.served:03d}"
-        job.runner_group_id, job.runner_group_name = pool.group_id, pool.key[0]
+        job.runner_name = pool.runner_name(pool.served)
+        job.runner_group_id, job.runner_group_name = pool.group_id, pool.group_name
         job.status, job.started_at = "in_progress", t
         run.status = "in_progress"
         run.touch(t)

@@ -4,6 +4,9 @@ Each sequence is one coordinator run: its children try pools in order, each wait
 drawn from that pool's distribution; a wait past the deadline is a child cancelled with no runner
 (the coordinator moves on), a runner arriving while the cancel is in flight is a race (the
 sequence stops), and a few unrelated runs of the same workflow (manual dispatches) are mixed in.
+Two traps of real history can be added (github-api.md 12): children re-run with "re-run failed
+jobs", whose worker job is carried into attempt 2 with its old `started_at` and a newer
+`created_at`, and children whose job still shows `queued` (no runner) although its steps ran.
 Everything is served by the ordinary endpoints, pagination and JSON of `FakeGitHub`.
 """
 
@@ -16,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from runner_queue_fallback.sim.actions import ActionsModel
+from runner_queue_fallback.sim.model import FakeRun
 
 __all__ = ["Exponential", "HistorySpec", "LogNormal", "Never", "PoolHistory", "generate_history"]
 
@@ -106,6 +110,8 @@ class HistorySpec:
     workload_seconds: float = 600.0
     failure_rate: float = 0.1
     first_run_id: int = 7_000_001  # parent run ids of the generated sequences
+    carried_forward: int = 0  # allocated children re-run later, their job carried into attempt 2
+    queued_with_steps: int = 0  # allocated children whose job still shows `queued`
     truth: dict[str, list[float]] = field(default_factory=dict)  # every drawn wait, by labels
 
 
@@ -120,6 +126,7 @@ def generate_history(world: ActionsModel, spec: HistorySpec) -> int:
     starts = sorted(now - rng.uniform(2 * 3600, spec.days * 86400) for _ in range(spec.sequences))
     unrelated = {rng.randrange(len(starts)) for _ in range(spec.unrelated)} if starts else set()
     children = 0
+    before = set(world.runs)
     for number, start in enumerate(starts):
         if number in unrelated:
             _add_unrelated(world, spec, start - 60.0)
@@ -127,7 +134,42 @@ def generate_history(world: ActionsModel, spec: HistorySpec) -> int:
         children += _add_sequence(
             world, spec, rng, parent=spec.first_run_id + number, start=start, order=order
         )
+    ran = [r for i, r in world.runs.items() if i not in before and r.job and r.job.runner_id]
+    _add_traps(world, spec, [r for r in ran if r.display_title.startswith("rqf-")])
     return children
+
+
+def _add_traps(world: ActionsModel, spec: HistorySpec, ran: list[FakeRun]) -> None:
+    """Re-run some allocated children, and leave some jobs showing `queued` (own seed)."""
+    if not spec.carried_forward + spec.queued_with_steps:
+        return
+    rng = random.Random(spec.seed + 1)
+    picked = rng.sample(ran, min(len(ran), spec.carried_forward + spec.queued_with_steps))
+    for run in picked[: spec.carried_forward]:
+        _carry_forward(world, run, rng)
+    for run in picked[spec.carried_forward :]:
+        _still_queued(run)
+
+
+def _carry_forward(world: ActionsModel, run: FakeRun, rng: random.Random) -> None:
+    """Attempt 2 by "re-run failed jobs": the worker keeps its times but is created anew."""
+    job = run.job
+    assert job is not None  # noqa: S101  # picked among runs with a job
+    ended = job.completed_at if job.completed_at is not None else run.updated_at
+    at = min(world.now() - 60.0, ended + rng.uniform(600.0, 86_400.0))
+    run.attempts[run.attempt] = (run.status, run.conclusion, run.updated_at, run.started_at)
+    run.attempt += 1
+    run.started_at, run.updated_at = at, at + 120.0
+    job.created_at = at
+
+
+def _still_queued(run: FakeRun) -> None:
+    """The job ran (its steps say so) but GitHub still shows it `queued` with no runner."""
+    job = run.job
+    assert job is not None  # noqa: S101  # picked among runs with a job
+    job.status, job.conclusion, job.completed_at = "queued", None, None
+    job.runner_id = job.runner_group_id = None
+    job.runner_name = job.runner_group_name = None
 
 
 def _add_unrelated(world: ActionsModel, spec: HistorySpec, at: float) -> None:

@@ -177,9 +177,18 @@ class WorkflowFile:
         return git_blob_sha(self.content)
 
 
+#: The runner group a job run by a GitHub-hosted runner shows (`runner_group_id` 0), and the
+#: start of such a runner's name: what GitHub's jobs API has been seen to answer, not checked here.
+HOSTED_GROUP_NAME = "GitHub Actions"
+
+
 @dataclass
 class Pool:
-    """Self-hosted runners sharing one `{group, labels}`; `busy` intervals have no free runner."""
+    """Self-hosted runners sharing one `{group, labels}`; `busy` intervals have no free runner.
+
+    `hosted`: GitHub-hosted runners of one label (`runs-on` names no group, the key's group is
+    ""); `runners` is then the plan's concurrency limit for them: jobs past it queue.
+    """
 
     key: PoolKey
     runners: int
@@ -191,12 +200,24 @@ class Pool:
     #: Replay: each new job waits this many seconds (drawn per job; inf: never) before a runner
     #: may take it, on top of the pool's other rules.
     wait: Callable[[], float] | None = None
+    hosted: bool = False
 
     def free(self, at: float) -> int:
         """How many runners are free at virtual time `at`."""
         if any(start <= at < end for start, end in self.busy):
             return 0
         return max(0, self.runners - len(self.holding))
+
+    @property
+    def group_name(self) -> str:
+        """The runner group a job of this pool shows once a runner takes it."""
+        return HOSTED_GROUP_NAME if self.hosted else self.key[0]
+
+    def runner_name(self, number: int) -> str:
+        """The name of the pool's `number`th runner (`GitHub Actions 3` when hosted)."""
+        if self.hosted:
+            return f"{HOSTED_GROUP_NAME} {number}"
+        return f"{self.key[1][0] if self.key[1] else 'runner'}-{number:03d}"
 
 
 @dataclass(frozen=True)
@@ -332,14 +353,17 @@ class EventQueue:
 
 
 def parse_runner(value: str) -> tuple[PoolKey | None, list[str]]:
-    """Read the child's `runner` input (`{"group": ..., "labels": ...}`) as `runs-on` would."""
+    """Read the child's `runner` input (`{"group": ..., "labels": ...}`) as `runs-on` would.
+
+    Labels without a group (`{"labels": "ubuntu-24.04"}`) name a hosted pool: group "".
+    """
     try:
         data = json.loads(value)
     except ValueError:
         return None, []
     if not isinstance(data, Mapping):
         return None, []
-    group, labels = data.get("group"), data.get("labels")
+    group, labels = data.get("group", ""), data.get("labels")
     if isinstance(labels, str):
         labels = [labels]
     if not isinstance(group, str) or not isinstance(labels, list):

@@ -8,6 +8,7 @@ name: primary-busy-falls-back
 pools:
   - {group: nv-cpu-general, labels: linux-amd64-cpu16, runners: 1, busy: [[0, 3600]]}
   - {group: nv-cpu-general, labels: linux-amd64-cpu8, runners: 2}
+  - {group: GitHub-hosted, labels: ubuntu-24.04, hosted: true, runners: 20}   # concurrency limit
 timings: {visibility_delay: 3, jobs_delay: 2, start_delay: 5, cancel_delay: 3}
 api_versions: ["2022-11-28", "2026-03-10"]   # ["2022-11-28"] (quoted): an older GHES
 workload: {outcome: success, duration: 120}
@@ -44,7 +45,11 @@ _STRICT: ConfigDict = ConfigDict(extra="forbid")
 
 @dataclass(frozen=True)
 class PoolSpec:
-    """A runner pool: `{group, labels}`, how many runners, when none is free, its own workload."""
+    """A runner pool: `{group, labels}`, how many runners, when none is free, its own workload.
+
+    `hosted: true`: GitHub-hosted runners of `labels`, reached by `runs-on` without a group (the
+    `group` given only names the pool in the story); `runners` is the plan's concurrency limit.
+    """
 
     __pydantic_config__: ClassVar[ConfigDict] = _STRICT
 
@@ -53,6 +58,7 @@ class PoolSpec:
     runners: int = 1
     busy: tuple[tuple[float, float], ...] = ()
     workload: Workload | None = None
+    hosted: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,6 +190,11 @@ class Scenario:
         for ref, sha in self.refs.items():
             world.add_ref(ref, sha)
         for pool in self.pools:
+            if pool.hosted:
+                world.add_hosted_pool(
+                    pool.labels, concurrency=pool.runners, busy=pool.busy, workload=pool.workload
+                )
+                continue
             world.add_pool(
                 pool.group,
                 pool.labels,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import json as _json
 import re
 import threading
 from collections.abc import Mapping
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
@@ -110,6 +112,8 @@ class DirectSession(requests.Session):
         """Serve every request with `world.handle` (looked up per request, so wrappers apply)."""
         super().__init__()
         self.world = world
+        #: requests' default headers, read once: our client sends its own with each request
+        self._base = {str(k): str(v) for k, v in self.headers.items()}
 
     def request(  # type: ignore[override]  # the keywords our client passes, not requests' all
         self,
@@ -123,7 +127,7 @@ class DirectSession(requests.Session):
         """Serve one request; `timeout` and `allow_redirects` do not apply to an in-process fake."""
         if set(ignored) - {"timeout", "allow_redirects"}:
             raise TypeError(f"DirectSession does not support {sorted(ignored)}")
-        sent = {str(k): str(v) for k, v in self.headers.items()} | dict(headers or {})
+        sent = self._base | dict(headers or {})
         body = b""
         if json is not None:
             body = _json.dumps(json, allow_nan=False).encode()
@@ -135,9 +139,8 @@ class DirectSession(requests.Session):
         return _response(reply, url, request)
 
 
+@functools.cache
 def _reason(status: int) -> str:
-    from http import HTTPStatus  # noqa: PLC0415 (only needed here)
-
     try:
         return HTTPStatus(status).phrase
     except ValueError:

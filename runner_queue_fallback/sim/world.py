@@ -71,6 +71,13 @@ DEFAULT_API_VERSION = "2022-11-28"
 API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
 #: What an older GitHub Enterprise Server serves: no 2026-03-10, so no run details on dispatch.
 OLDER_SERVER = frozenset({"2022-11-28"})
+#: A runs list filtered by any of these returns at most `LISTING_CAP` results per query; its
+#: `total_count` still counts them all (github-api.md 12: OpenTelemetry's collector splits the
+#: `created` window while it exceeds 1,000). Pages past the cap come back empty.
+LISTING_CAP = 1000
+_SEARCH_FILTERS = frozenset(
+    {"actor", "branch", "check_suite_id", "created", "event", "head_sha", "status"}
+)
 
 _Route = tuple[str, re.Pattern[str], str]
 _ROUTES: list[_Route] = [
@@ -168,6 +175,8 @@ class FakeGitHub(ActionsModel):
         self.render = Renderer(repository, self.api_url, self.server_url, epoch)
         self._api_prefix = urlsplit(self.api_url).path.rstrip("/")
         self._clients: dict[str, int] = {}
+        self._authorizations: dict[str, int] = {}  # Authorization header -> `_clients` number
+        self._epochs: dict[float, int] = {}  # virtual second -> Unix time (`_epoch`)
         self._window: tuple[float, int] | None = None  # (window start, counted requests)
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
@@ -270,9 +279,13 @@ class FakeGitHub(ActionsModel):
     def _client(self, authorization: str | None) -> int | None:
         if not authorization:
             return None
-        token = authorization.split(" ", 1)[-1].strip()
-        digest = hashlib.sha256(token.encode()).hexdigest()
-        return self._clients.setdefault(digest, len(self._clients))
+        number = self._authorizations.get(authorization)
+        if number is None:  # a token is hashed once, not on every request it sends
+            token = authorization.split(" ", 1)[-1].strip()
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            number = self._clients.setdefault(digest, len(self._clients))
+            self._authorizations[authorization] = number
+        return number
 
     def _charge(self, request: _Request) -> int | None:
         """Secondary-limit points for `request`, booked; None when a secondary limit refuses it."""
@@ -314,7 +327,7 @@ class FakeGitHub(ActionsModel):
         if fault is None:  # delivered (a 304 only confirms a body delivered before)
             for run in self._showing:
                 self.shown_stale_runner(run)
-        raw = b"" if payload is None else json.dumps(payload).encode()
+        raw = b"" if payload is None else self.render.encode(payload)
         salt = f"#{self._seq}".encode() if self.etags == "every-read" else b""
         etag = f'W/"{hashlib.sha256(raw + salt).hexdigest()[:40]}"'
         is_get = request.method == "GET" and status == 200
@@ -348,8 +361,11 @@ class FakeGitHub(ActionsModel):
         return start + QUOTA_WINDOW
 
     def _epoch(self, virtual: float) -> int:
-        stamp: datetime = self.render.epoch + timedelta(seconds=virtual)
-        return int(stamp.timestamp() + 0.999)
+        epoch = self._epochs.get(virtual)
+        if epoch is None:  # every reply of a quota window names the same reset
+            stamp: datetime = self.render.epoch + timedelta(seconds=virtual)
+            epoch = self._epochs[virtual] = int(stamp.timestamp() + 0.999)
+        return epoch
 
     def _headers(
         self, request: _Request, *, remaining: int | None = None, etag: str | None = None
@@ -510,8 +526,9 @@ class FakeGitHub(ActionsModel):
         runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)
         per_page = min(100, int(params.get("per_page", "30")))
         page = max(1, int(params.get("page", "1")))
-        shown = runs[(page - 1) * per_page : page * per_page]
-        self._link = self._page_links(request, params, page, -(-len(runs) // per_page))
+        served = runs[:LISTING_CAP] if _SEARCH_FILTERS & set(params) else runs
+        shown = served[(page - 1) * per_page : page * per_page]
+        self._link = self._page_links(request, params, page, -(-len(served) // per_page))
         path_ref = self.path_with_ref
         return 200, {
             "total_count": len(runs),

@@ -1,7 +1,8 @@
 """The `stats` command: flags, the plan shown before reading, the reading, the output.
 
 Every flag is checked before the first request: a bad one prints a message naming it and its
-allowed values and exits 2. The window is measured on the injected Clock.
+allowed values and exits 2. The window is measured on the injected Clock. `--history FILE` reads
+a saved reading instead of GitHub (no token, no request); `--save-history FILE` saves one.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.profiles import load_profiles
 from runner_queue_fallback.report import escape_json, escape_log_line
+from runner_queue_fallback.stats import history_file
 from runner_queue_fallback.stats.history import (
     QUOTA_RESERVE,
     History,
     read_history,
     request_budget,
 )
+from runner_queue_fallback.stats.history_file import HistoryFileError, SavedHistory
 from runner_queue_fallback.stats.recommend import recommend
 from runner_queue_fallback.stats.report import Report
 
@@ -42,8 +45,12 @@ EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 #: 400 runs cost at most 404 requests: with the 300-request reserve, a 1,000-an-hour
 #: GITHUB_TOKEN keeps room for coordinators.
 DEFAULT_MAX_RUNS = 400
-#: GitHub returns at most 1,000 runs for a filtered (`created=`) list.
-MAX_RUNS_LIMIT = 1000
+#: GitHub lists at most 1,000 runs per filtered query, but `stats` splits the window past that;
+#: 10,000 runs cost about 10,150 requests, two hours of a 5,000-an-hour token.
+MAX_RUNS_LIMIT = 10_000
+DEFAULT_SINCE, DEFAULT_TOKEN_ENV = "14d", "GITHUB_TOKEN"
+#: Flags that say what to read from GitHub: none of them applies to `--history`.
+_ONLINE = ("workflow", "since", "repo", "token_env", "max_runs")
 MAX_WINDOW_DAYS = 90
 _SINCE = re.compile(r"(?P<n>[1-9][0-9]{0,3})(?P<unit>[dh])")
 _REPO = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+")
@@ -57,25 +64,32 @@ class UsageError(Exception):
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `stats` flags."""
     parser.add_argument(
-        "--workflow", required=True, help="the child workflow file, e.g. runner-worker.yml"
+        "--workflow",
+        help="the child workflow file, e.g. runner-worker.yml (required unless --history)",
     )
-    parser.add_argument(
-        "--since", default="14d", help="window: 1h to 90d, as Nd or Nh (default 14d)"
-    )
+    parser.add_argument("--since", help=f"window: 1h to 90d, as Nd or Nh (default {DEFAULT_SINCE})")
     parser.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
     parser.add_argument(
         "--token-env",
-        default="GITHUB_TOKEN",
-        help="the environment variable holding the token (default GITHUB_TOKEN)",
+        help=f"the environment variable holding the token (default {DEFAULT_TOKEN_ENV})",
     )
     parser.add_argument(
         "--max-runs",
-        default=str(DEFAULT_MAX_RUNS),
-        help=f"read at most this many runs, 1 to {MAX_RUNS_LIMIT} (default {DEFAULT_MAX_RUNS})",
+        help=f"read at most this many runs, 1 to {MAX_RUNS_LIMIT:,} (default {DEFAULT_MAX_RUNS})",
+    )
+    parser.add_argument(
+        "--history",
+        metavar="FILE",
+        help="read a saved history file instead of GitHub: offline, no token (default: none)",
+    )
+    parser.add_argument(
+        "--save-history",
+        metavar="FILE",
+        help="also save the children read to FILE, for --history later (default: none)",
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
-        "--json", action="store_true", help="print JSON, schema version 1 (default: text)"
+        "--json", action="store_true", help="print JSON, schema version 2 (default: text)"
     )
     output.add_argument(
         "--markdown", action="store_true", help="print Markdown with Mermaid charts (default: text)"
@@ -114,9 +128,9 @@ def _parse_since(text: str) -> timedelta:
 
 def _parse_max_runs(text: str) -> int:
     value = text.strip()
-    if not value.isdigit() or not 1 <= int(value) <= MAX_RUNS_LIMIT:
+    if not value.isdigit() or len(value) > 6 or not 1 <= int(value) <= MAX_RUNS_LIMIT:
         raise UsageError(
-            f"--max-runs must be a whole number from 1 to {MAX_RUNS_LIMIT}, got {text!r}"
+            f"--max-runs must be a whole number from 1 to {MAX_RUNS_LIMIT:,}, got {text!r}"
         )
     return int(value)
 
@@ -137,6 +151,8 @@ def _settings_environ(args: argparse.Namespace) -> dict[str, str] | None:
 
 def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, str, str]:
     """Repository, token and API URL, or UsageError; no request is sent before this passes."""
+    if args.workflow is None:
+        raise UsageError("--workflow is required (or read a saved reading with --history FILE)")
     if _WORKFLOW.fullmatch(args.workflow) is None:
         raise UsageError(
             f"--workflow must be a workflow file name such as runner-worker.yml, got {args.workflow!r}"
@@ -144,15 +160,32 @@ def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, s
     repo = args.repo or environ.get("GITHUB_REPOSITORY", "")
     if _REPO.fullmatch(repo) is None:
         raise UsageError(f"--repo must be owner/name (or set GITHUB_REPOSITORY), got {repo!r}")
-    token = environ.get(args.token_env, "").strip()
+    token_env = _given(args.token_env, DEFAULT_TOKEN_ENV)
+    token = environ.get(token_env, "").strip()
     if not token:
-        raise UsageError(
-            f"no token: set {args.token_env} (or name another variable with --token-env)"
-        )
-    if args.plot is not None and Path(args.plot).suffix.lower() not in {".png", ".svg"}:
-        raise UsageError(f"--plot must name a .png or .svg file, got {args.plot!r}")
+        raise UsageError(f"no token: set {token_env} (or name another variable with --token-env)")
     api_url = environ.get("GITHUB_API_URL") or "https://api.github.com"
     return repo, token, api_url
+
+
+def _given(value: str | None, default: str) -> str:
+    return default if value is None else value
+
+
+def _check_files(args: argparse.Namespace) -> None:
+    """The file flags, checked before anything is read: a chart's type, a place to save to."""
+    if args.plot is not None and Path(args.plot).suffix.lower() not in {".png", ".svg"}:
+        raise UsageError(f"--plot must name a .png or .svg file, got {args.plot!r}")
+    if args.save_history is not None and not Path(args.save_history).parent.is_dir():
+        raise UsageError(f"--save-history {args.save_history!r}: its directory does not exist")
+    if args.history is not None:
+        given = [
+            f"--{name.replace('_', '-')}" for name in _ONLINE if getattr(args, name) is not None
+        ]
+        if given:
+            raise UsageError(
+                f"--history reads a saved reading: {', '.join(given)} cannot apply to it"
+            )
 
 
 @dataclass(frozen=True)
@@ -168,11 +201,12 @@ class _Flags:
 def _read_flags(args: argparse.Namespace, environ: Mapping[str, str], err: TextIO) -> _Flags | None:
     """Every flag checked, or None after printing why (nothing has been sent yet)."""
     try:
-        window = _parse_since(args.since)
-        max_runs = _parse_max_runs(args.max_runs)
+        _check_files(args)
+        window = _parse_since(_given(args.since, DEFAULT_SINCE))
+        max_runs = _parse_max_runs(_given(args.max_runs, str(DEFAULT_MAX_RUNS)))
         pool_env = _settings_environ(args)
         settings = None if pool_env is None else read_pool_settings(pool_env, load_profiles())
-        repo, token, api_url = _check(args, environ)
+        repo, token, api_url = ("", "", "") if args.history else _check(args, environ)
     except UsageError as exc:
         _say(err, f"stats: error: {exc}")
         return None
@@ -197,14 +231,17 @@ def run(
     flags = _read_flags(args, environ, err)
     if flags is None:
         return EXIT_BAD_INPUT
-    window, max_runs, settings, repo = flags.window, flags.max_runs, flags.settings, flags.repo
+    if args.history is not None:
+        return _offline(args, flags, out, err)
+    window, max_runs, repo = flags.window, flags.max_runs, flags.repo
     token, api_url = flags.token, flags.api_url
     now = clock.now()
     since = now - window
     _say(
         err,
         f"stats: plan: runs of {args.workflow} in {repo} created since "
-        f"{since:%Y-%m-%dT%H:%M:%SZ} ({args.since}); at most {max_runs} runs and "
+        f"{since:%Y-%m-%dT%H:%M:%SZ} ({_given(args.since, DEFAULT_SINCE)}); at most "
+        f"{max_runs} runs and "
         f"{request_budget(max_runs)} requests; stops when {QUOTA_RESERVE} or fewer requests "
         "are left this hour",
     )
@@ -229,6 +266,53 @@ def run(
     report = Report(
         repo, args.workflow, since, now, history, client.stats.sent, client.stats.counted
     )
+    if args.save_history is not None:
+        saved = SavedHistory(repo, args.workflow, since, now, "github", history)
+        if not _save(Path(args.save_history), saved, err):
+            return EXIT_FAILED
+    return _print(report, args, flags.settings, out, err)
+
+
+def _offline(args: argparse.Namespace, flags: _Flags, out: TextIO, err: TextIO) -> int:
+    """`--history FILE`: the report of a saved reading, without a request."""
+    try:
+        saved = history_file.load(Path(args.history))
+    except HistoryFileError as exc:
+        _say(err, f"stats: error: {exc}")
+        return EXIT_BAD_INPUT
+    report = Report(
+        saved.repository,
+        saved.workflow,
+        saved.since,
+        saved.until,
+        saved.history,
+        0,
+        0,
+        history_file=(args.history, saved.source),
+    )
+    if args.save_history is not None and not _save(Path(args.save_history), saved, err):
+        return EXIT_FAILED
+    return _print(report, args, flags.settings, out, err)
+
+
+def _save(path: Path, saved: SavedHistory, err: TextIO) -> bool:
+    try:
+        history_file.save(path, saved)
+    except OSError as exc:
+        _say(err, f"stats: error: --save-history {path}: cannot write ({exc.strerror})")
+        return False
+    _say(err, f"stats: saved {len(saved.history.children)} children to {path}")
+    return True
+
+
+def _print(
+    report: Report,
+    args: argparse.Namespace,
+    settings: PoolSettings | None,
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """The report in the format asked for, and the chart if asked for."""
     if settings is not None:
         report.recommendation = recommend(settings.candidates, report.pools)
     if args.json:

@@ -5,7 +5,10 @@ considering (the pool's observed quantiles and the current deadline, never past 
 the data can see through their censoring), the expected time to a runner, its 90th percentile and
 the chance that every queue is exhausted are computed exactly from the Kaplan-Meier curves,
 taking the pools as independent and each fallback as costing `FALLBACK_OVERHEAD_SECONDS`.
-`simulate --waits` checks the result end to end with the real coordinator. Pure.
+Nothing worse comes first: orders are ranked by the chance of exhaustion, then the mean wait, and
+one that raises that chance above the current order's is never ranked first (the fastest such one
+may be listed last, its cost beside its gain). `simulate --waits` checks the result end to end
+with the real coordinator. Pure.
 """
 
 from __future__ import annotations
@@ -65,10 +68,19 @@ class PoolData:
         return None
 
     def deadlines(self, current: Sequence[float]) -> list[int]:
-        """Whole-minute deadlines worth trying, within what the data can see (1 to 60)."""
-        seen = min(timing.QUEUE_MINUTES_MAX, int(self.curve.horizon // 60))
-        options = {math.ceil(q / 60) for p in DEADLINE_QUANTILES if (q := self.curve.quantile(p))}
+        """Whole-minute deadlines worth trying, within what the data can see (1 to 60).
+
+        When every child got a runner (the curve reaches 0), any deadline past the last one is
+        known to be enough: the first such minute is offered, and the current one is kept.
+        """
+        curve = self.curve
+        every = bool(curve.survival) and curve.survival[-1] == 0.0
+        seen = timing.QUEUE_MINUTES_MAX if every else int(curve.horizon // 60)
+        seen = min(timing.QUEUE_MINUTES_MAX, seen)
+        options = {math.ceil(q / 60) for p in DEADLINE_QUANTILES if (q := curve.quantile(p))}
         options |= {math.ceil(m) for m in current}
+        if every:
+            options.add(math.ceil(curve.times[-1] / 60))
         return sorted(m for m in options if timing.QUEUE_MINUTES_MIN <= m <= seen)
 
 
@@ -79,9 +91,13 @@ class Step:
     group: str
     labels: str
     minutes: float
+    #: a GitHub-hosted last resort (issue 33): recommended only as `{"hosted": ...}`, only last
+    hosted: bool = False
 
     def runner(self) -> dict[str, object]:
         """The `runners` entry for this step."""
+        if self.hosted:
+            return {"hosted": self.labels, "queue-timeout-minutes": self.minutes}
         return {"group": self.group, "labels": self.labels, "queue-timeout-minutes": self.minutes}
 
 
@@ -99,10 +115,24 @@ class Evaluation:
         return json.dumps([s.runner() for s in self.steps], separators=(",", ":"))
 
     def key(self) -> tuple[float, float, float]:
-        """Ranking: exhaustion (whole percent) first, then the mean, then the 90th percentile."""
-        mean = math.inf if self.mean_seconds is None else self.mean_seconds
-        p90 = math.inf if self.p90_seconds is None else self.p90_seconds
-        return (round(self.exhausted, 2), mean, p90)
+        """Ranking: exhaustion first, then the mean, then the 90th percentile.
+
+        Exhaustion is compared exactly (to 1e-9, float noise): rounding it to whole percent let
+        an order with 0.2% exhausted rank above one with none.
+        """
+        return (round(self.exhausted, 9), self.mean(), self.p90())
+
+    def mean(self) -> float:
+        """The mean, infinite when no sequence gets a runner."""
+        return math.inf if self.mean_seconds is None else self.mean_seconds
+
+    def p90(self) -> float:
+        """The 90th percentile, infinite when never reached."""
+        return math.inf if self.p90_seconds is None else self.p90_seconds
+
+    def raises_failure_rate(self, current: Evaluation | None) -> bool:
+        """Whether this order is more often exhausted than `current` (beyond float noise)."""
+        return current is not None and self.exhausted > current.exhausted + 1e-9
 
 
 def evaluate(steps: Sequence[Step], curves: Mapping[str, Survival]) -> Evaluation | None:
@@ -161,7 +191,8 @@ def recommend(
     refused |= {n: r for n in names if n in pools and (r := pools[n].refusal()) is not None}
     usable = [pools[n] for n in names if n not in refused][:MAX_POOLS]
     curves = {p.labels: p.curve for p in usable}
-    now = [Step(c.group, c.label_text, c.queue_minutes) for c in current]
+    hosted = {c.label_text for c in current if c.hosted}  # kept last, in the hosted form
+    now = [Step(c.group, c.label_text, c.queue_minutes, c.hosted) for c in current]
     current_eval, note = None, None
     if any(s.labels in refused for s in now):
         note = "the current order uses a pool without enough data"
@@ -174,13 +205,34 @@ def recommend(
         for p in usable
     }
     found: list[Evaluation] = []
-    for order in itertools.permutations(usable):
+    last = tuple(p for p in usable if p.labels in hosted)
+    movable = [p for p in usable if p.labels not in hosted]
+    for moved in itertools.permutations(movable) if usable else ():  # no pool: no order at all
+        order = (*moved, *last)
         for minutes in itertools.product(*(choices[p.labels] for p in order)):
             steps = [
-                Step(groups.get(p.labels, p.group), p.labels, m)
+                Step(groups.get(p.labels, p.group), p.labels, m, p.labels in hosted)
                 for p, m in zip(order, minutes, strict=True)
             ]
             if (result := evaluate(steps, curves)) is not None:
                 found.append(result)
+    if current_eval is not None and all(e.steps != current_eval.steps for e in found):
+        found.append(current_eval)  # a current deadline off the whole minutes: still a choice
     found.sort(key=Evaluation.key)
-    return Recommendation(tuple(found[:top]), current_eval, note, refused, len(found))
+    return Recommendation(_rank(found, current_eval, top), current_eval, note, refused, len(found))
+
+
+def _rank(
+    found: Sequence[Evaluation], current: Evaluation | None, top: int
+) -> tuple[Evaluation, ...]:
+    """The `top` best of `found` (sorted) that are exhausted no more often than `current`.
+
+    The fastest order that is exhausted more often is listed after them when it is faster than
+    the first: a trade the reader may choose, never the first choice.
+    """
+    best = [e for e in found if not e.raises_failure_rate(current)][:top]
+    worse = [e for e in found if e.raises_failure_rate(current)]
+    faster = min(worse, key=lambda e: (e.mean(), e.key()), default=None)
+    if faster is not None and (not best or faster.mean() < best[0].mean()):
+        best.append(faster)
+    return tuple(best)

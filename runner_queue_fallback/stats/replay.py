@@ -27,7 +27,7 @@ from runner_queue_fallback.sim.model import Workload
 from runner_queue_fallback.sim.world import FakeGitHub
 from runner_queue_fallback.simulation import run_coordinator, standard_world, with_defaults
 from runner_queue_fallback.stats.recommend import Step, evaluate
-from runner_queue_fallback.stats.report import SCHEMA, SCHEMA_VERSION
+from runner_queue_fallback.stats.report import SCHEMA, SCHEMA_VERSIONS
 from runner_queue_fallback.stats.survival import Survival
 
 __all__ = ["ReplayResult", "load_curves", "replay", "run"]
@@ -71,19 +71,22 @@ class ReplayResult:
 
 
 def load_curves(path: Path) -> dict[str, tuple[str, Survival]]:
-    """Labels -> (group, curve) from a `stats --json` file."""
+    """Labels -> (group, curve) from a `stats --json` file of any version in SCHEMA_VERSIONS."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ReplayError(f"--waits {path}: not a readable JSON file ({exc})") from None
     except RecursionError:  # nesting deeper than Python's stack: an input error, no traceback
         raise ReplayError(f"--waits {path}: JSON too deeply nested to read") from None
-    if not isinstance(data, dict) or (data.get("schema"), data.get("version")) != (
-        SCHEMA,
-        SCHEMA_VERSION,
+    if (
+        not isinstance(data, dict)
+        or data.get("schema") != SCHEMA
+        or type(data.get("version")) is not int  # `true` equals 1 in Python
+        or data.get("version") not in SCHEMA_VERSIONS
     ):
+        versions = " or ".join(str(v) for v in SCHEMA_VERSIONS)
         raise ReplayError(
-            f"--waits {path}: not `stats --json` output (schema {SCHEMA} version {SCHEMA_VERSION})"
+            f"--waits {path}: not `stats --json` output (schema {SCHEMA} version {versions})"
         )
     try:
         return {

@@ -1,4 +1,4 @@
-"""What `stats` prints: per-pool and per-sequence figures as text, JSON (schema v1) or Markdown.
+"""What `stats` prints: per-pool and per-sequence figures as text, JSON (schema v2) or Markdown.
 
 Pure: takes a History (and a Recommendation) and returns strings and dicts. Text from GitHub (a
 pool's labels, which the dispatcher chose, a runner group) goes through `escape_markdown` in a
@@ -9,6 +9,7 @@ from a reply is ever printed.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from collections import Counter
@@ -19,14 +20,17 @@ from typing import Any
 
 from runner_queue_fallback.report import escape_log_line, escape_markdown
 from runner_queue_fallback.stats.history import Child, Ending, History, sequences
+from runner_queue_fallback.stats.history_file import QUEUE_DURATION
 from runner_queue_fallback.stats.recommend import Evaluation, PoolData, Recommendation
 from runner_queue_fallback.stats.survival import kaplan_meier
 
-__all__ = ["MINUTES", "SCHEMA", "SCHEMA_VERSION", "Report", "pool_data"]
+__all__ = ["MINUTES", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_VERSIONS", "Report", "pool_data"]
 
 SCHEMA = "runner-queue-fallback/stats"
 #: Bump on any change a reader could notice; `docs/stats-schema.json` describes each version.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: The versions `simulate --waits` reads (their pools' curves are the same).
+SCHEMA_VERSIONS = (1, 2)
 #: P(runner within t) is reported at these minutes.
 MINUTES = (1, 2, 5, 10, 15, 30, 60)
 _MERMAID_SAFE = re.compile(r"[^A-Za-z0-9._,/ -]")
@@ -71,6 +75,9 @@ class Report:
     requests_sent: int
     requests_counted: int
     recommendation: Recommendation | None = None
+    #: where the children came from: None for GitHub, else the history file as given (and the
+    #: file's own `source`, github or simulate)
+    history_file: tuple[str, str] | None = None
 
     @property
     def pools(self) -> dict[str, PoolData]:
@@ -83,7 +90,7 @@ class Report:
     # ------------------------------------------------------------------------------ JSON
 
     def as_json(self) -> dict[str, Any]:
-        """The `--json` document (schema `runner-queue-fallback/stats`, version 1)."""
+        """The `--json` document (schema `runner-queue-fallback/stats`, version 2)."""
         history = self.history
         seqs = sequences(history.children)
         waits = [s.seconds_to_runner for s in seqs if s.seconds_to_runner is not None]
@@ -101,6 +108,10 @@ class Report:
                 "requests_sent": self.requests_sent,
                 "requests_counted": self.requests_counted,
                 "stopped": history.stopped,
+                "carried_forward": history.carried_forward,
+                "queued_with_steps": history.queued_with_steps,
+                "windows": history.windows,
+                "source": "github" if self.history_file is None else "history",
             },
             "pools": [self._pool_json(p) for p in self.pools.values()],
             "sequences": {
@@ -127,6 +138,7 @@ class Report:
             "within": {str(m): pool.curve.within(m * 60.0) for m in MINUTES},
             "median_seconds": pool.curve.quantile(0.5),
             "p90_seconds": pool.curve.quantile(0.9),
+            QUEUE_DURATION: {"median": pool.curve.quantile(0.5), "p90": pool.curve.quantile(0.9)},
             "refused": pool.refusal(),
             "curve": pool.curve.as_json(),
         }
@@ -135,9 +147,9 @@ class Report:
         rec = self.recommendation
         assert rec is not None  # noqa: S101  # only called with one
         return {
-            "current": None if rec.current is None else _eval_json(rec.current),
+            "current": None if rec.current is None else _eval_json(rec.current, None),
             "current_note": rec.current_note,
-            "best": [_eval_json(e) for e in rec.best],
+            "best": [_eval_json(e, rec.current) for e in rec.best],
             "refused": dict(rec.refused),
             "orders_considered": rec.considered,
         }
@@ -153,8 +165,8 @@ class Report:
                 f"{_iso(self.since)} to {_iso(self.until)}"
             ),
             f"{h.examined} of {h.in_window} runs read, {len(h.children)} children of ours, "
-            f"{h.not_ours} runs not ours; {self.requests_sent} requests "
-            f"({self.requests_counted} counted)" + (f"; {h.stopped}" if h.stopped else ""),
+            f"{h.not_ours} runs not ours{self._traps()}; {self._cost()}"
+            + (f"; {h.stopped}" if h.stopped else ""),
             "",
             "pool                               children alloc t/o race "
             + " ".join(f"{m:>4}m" for m in MINUTES)
@@ -162,12 +174,12 @@ class Report:
         ]
         for pool in self.pools.values():
             counts = self._counts(pool.labels)
-            within = " ".join(_percent(pool.curve.within(m * 60.0)) for m in MINUTES)
             lines.append(  # labels escaped before they are cut, so the columns stay aligned
                 f"{escape_log_line(pool.labels)[:34]:<34} {pool.children:>8} {pool.allocated:>5} "
-                f"{counts[Ending.TIMED_OUT]:>3} {counts[Ending.RACE]:>4} {within} "
-                f"{_minutes(pool.curve.quantile(0.5)):>11} {_minutes(pool.curve.quantile(0.9)):>11}"
+                f"{counts[Ending.TIMED_OUT]:>3} {counts[Ending.RACE]:>4} {_figures(pool)}"
             )
+        if not self.pools:
+            lines.append("(no children of ours in this window: no pool to estimate)")
         lines += [
             "",
             (
@@ -179,6 +191,22 @@ class Report:
         if self.recommendation is not None:
             lines += self._recommendation_lines()
         return _log_lines(lines)
+
+    def _traps(self) -> str:
+        """Children left out or read specially (github-api.md 12), when there are any."""
+        h, said = self.history, ""
+        if h.carried_forward:
+            said += f", {h.carried_forward} carried into a re-run attempt (left out)"
+        if h.queued_with_steps:
+            said += f", {h.queued_with_steps} still shown queued although they ran (counted run)"
+        return said
+
+    def _cost(self) -> str:
+        """What the reading cost: requests, or the history file it came from (none)."""
+        if self.history_file is None:
+            return f"{self.requests_sent} requests ({self.requests_counted} counted)"
+        path, source = self.history_file
+        return f"read offline from {path} (saved by {source}), no request"
 
     def _sequence_lines(self) -> list[str]:
         seqs = sequences(self.history.children)
@@ -203,7 +231,7 @@ class Report:
         assert rec is not None  # noqa: S101  # checked by the caller
         lines = ["", "Recommendation (pools independent; each fallback costs ~30 s):"]
         for labels, reason in rec.refused.items():
-            lines.append(f"  refused for {labels}: {reason}")
+            lines.append(f"  nothing rests on {labels}: {reason}")
         counts = ", ".join(
             f"{p.labels} {p.children} children/{p.allocated} runners" for p in self.pools.values()
         )
@@ -213,9 +241,11 @@ class Report:
         else:
             lines.append(f"  current:  not evaluated ({rec.current_note})")
         for rank, best in enumerate(rec.best, start=1):
-            lines.append(f"  #{rank}:       {_describe(best)}")
+            lines.append(f"  #{rank}:       {_describe(best)}{_versus(best, rec.current)}")
             lines.append(f"      runners: {best.runners_json()}")
-        if not rec.best:
+        if not rec.best and rec.considered == 0 and rec.refused:
+            lines.append("  nothing recommended: no pool of the runner type has enough data")
+        elif not rec.best:
             lines.append("  no order can be evaluated with the data at hand")
         return lines
 
@@ -238,20 +268,37 @@ class Report:
         ]
         for pool in self.pools.values():
             counts = self._counts(pool.labels)
-            within = " | ".join(_percent(pool.curve.within(m * 60.0)).strip() for m in MINUTES)
             out.append(
                 f"| {escape_markdown(pool.labels)} | {pool.children} | {pool.allocated} | "
-                f"{counts[Ending.TIMED_OUT]} | {within} | {_minutes(pool.curve.quantile(0.5))} | "
-                f"{_minutes(pool.curve.quantile(0.9))} |"
+                f"{counts[Ending.TIMED_OUT]} | {_markdown_figures(pool)} |"
             )
         for pool in self.pools.values():
-            out += ["", *_mermaid(pool)]
+            if pool.refusal() is None:
+                out += ["", *_mermaid(pool)]
         out += ["", *(f"{line}  " for line in self._sequence_lines()[1:])]
         if self.recommendation is not None:
             text = [escape_log_line(line) for line in self._recommendation_lines()[1:]]
             fence = _fence(text)
             out += ["", f"{fence}text", *text, fence]
         return _log_lines(out) + "\n"
+
+
+def _figures(pool: PoolData) -> str:
+    """A text row's P(runner within t), median and p90, or why the data are too thin for them."""
+    if (thin := pool.refusal()) is not None:
+        return f"  too few to estimate its waits: {thin}"
+    within = " ".join(_percent(pool.curve.within(m * 60.0)) for m in MINUTES)
+    median, p90 = _minutes(pool.curve.quantile(0.5)), _minutes(pool.curve.quantile(0.9))
+    return f"{within} {median:>11} {p90:>11}"
+
+
+def _markdown_figures(pool: PoolData) -> str:
+    """The same as table cells (the note in the first, the others empty)."""
+    if (thin := pool.refusal()) is not None:
+        return f"too few to estimate its waits: {thin}" + " |" * (len(MINUTES) + 1)
+    within = " | ".join(_percent(pool.curve.within(m * 60.0)).strip() for m in MINUTES)
+    median, p90 = _minutes(pool.curve.quantile(0.5)), _minutes(pool.curve.quantile(0.9))
+    return f"{within} | {median} | {p90}"
 
 
 def _mermaid(pool: PoolData) -> list[str]:
@@ -288,14 +335,48 @@ def _describe(e: Evaluation) -> str:
     )
 
 
-def _eval_json(e: Evaluation) -> dict[str, Any]:
+def _versus(e: Evaluation, current: Evaluation | None) -> str:
+    """Gain and cost against the current order: the wait saved (or added), exhaustion's change."""
+    if current is None:
+        return ""
+    parts = []
+    if math.isfinite(gain := current.mean() - e.mean()):
+        parts.append(
+            "as fast"
+            if abs(gain) < 0.05 * 60
+            else f"{abs(gain) / 60:.1f} min {'faster' if gain > 0 else 'slower'}"
+        )
+    change = 100 * (e.exhausted - current.exhausted)
+    if e.raises_failure_rate(current):
+        parts.append(f"exhausted {change:.1f} points more often, so never ranked first")
+    elif change < -1e-7:
+        parts.append(f"exhausted {-change:.1f} points less often")
+    else:
+        parts.append("exhausted no more often")
+    return f" (vs current: {'; '.join(parts)})"
+
+
+def _eval_json(e: Evaluation, current: Evaluation | None) -> dict[str, Any]:
+    versus = None
+    if current is not None:
+        versus = {
+            "mean_seconds": _delta(e.mean_seconds, current.mean_seconds),
+            "p90_seconds": _delta(e.p90_seconds, current.p90_seconds),
+            "exhausted": e.exhausted - current.exhausted,
+        }
     return {
         "steps": [s.runner() for s in e.steps],
         "mean_seconds": e.mean_seconds,
         "p90_seconds": e.p90_seconds,
         "exhausted": e.exhausted,
         "runners": e.runners_json(),
+        "raises_failure_rate": e.raises_failure_rate(current),
+        "versus_current": versus,
     }
+
+
+def _delta(value: float | None, base: float | None) -> float | None:
+    return None if value is None or base is None else value - base
 
 
 def _spread(values: Sequence[float]) -> Mapping[str, float | None]:
