@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -25,7 +26,7 @@ from runner_queue_fallback.clock import FakeClock
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.sim.faults import Fault, FaultPlan
 from runner_queue_fallback.sim.model import Platform, Timings
-from tests.test_cleanup import POST_TOKEN
+from tests.test_cleanup import POST_TOKEN, post_step
 from tests.test_coordinator import FOREVER, Scenario
 from tests.test_sim_support import GROUP, dispatch, make_world
 
@@ -108,6 +109,7 @@ def test_an_unconfirmed_cleanup_says_what_failed(fault: Fault, said: str):
     text = child.clean_up()
     assert not child.confirmed
     assert said in text
+    assert "; ;" not in text, "no empty part (the run had its job: nothing on GitHub's side)"
 
 
 def test_a_cleanup_whose_reads_are_refused_ends_unconfirmed_at_once():
@@ -256,6 +258,30 @@ def test_the_post_steps_search_lists_every_5_s_up_to_the_end_of_its_window_or_it
     assert listings_during(child, nothing, deadline=deadline) == [5.0 * n for n in range(7)]
 
 
+def test_the_post_step_keeps_the_child_the_main_step_found_by_run_name_when_listing_fails():
+    """Its listing refused, the post step still looks after the child and its saved copy."""
+    child = Child(Fault("forbidden", method="GET", path=LISTING))
+    copy = dispatch(child.world, "rqf-1", labels="linux-amd64-cpu8")
+    state = {
+        "request-id": "rqf-1",
+        "child-request-id": "rqf-1",
+        "child-found-by-name": "rqf-1",
+        "child-run-id": str(child.run_id),
+        "child-copies": str(copy),
+    }
+    assert left_runs(child, state) == [child.run_id, copy]
+
+
+def test_once_a_run_is_found_the_post_step_lists_until_two_minutes_after_the_dispatch():
+    """A listing that lags may hide a run only that long: the post step, 10 s after the
+    dispatch, lists every 5 s up to then (110 s on), and no longer."""
+    child = Child()
+    dispatched = child.clock.now() - timedelta(seconds=10)
+    state = {"request-id": "rqf-1", "dispatched-at": dispatched.isoformat()}
+    settled = timing.STARTUP_WINDOW_SECONDS - 10.0
+    assert listings_during(child, state) == [5.0 * n for n in range(int(settled / 5) + 1)]
+
+
 @pytest.mark.parametrize(
     "fault",
     [
@@ -285,3 +311,22 @@ def test_a_startup_reads_failing_job_listing_is_retried_only_within_the_window()
     [(_, retried)] = [(t, line) for t, line in result.log_lines if t == last_read and "502" in line]
     assert retried.endswith("retry 1 of 2 in 5s")
     assert s.cancels()[0] == window
+
+
+def test_the_post_step_sends_nothing_past_its_4_minutes_even_after_a_quota_wait(tmp_path: Path):
+    """GitHub ends a post step 5 minutes after a cancellation; a minute is kept for the rest. The
+    child's first read waits 201 s for a quota reset; the cancel is never honoured: the cleanup
+    reads every 5 s and stops at its last poll inside the 4 minutes."""
+    child = Child(cancel_delay=NEVER, force_cancel_delay=NEVER)
+    spent = Fault(
+        "primary_rate_limit", method="GET", path=rf"/runs/{child.run_id}$", count=1, retry_after=200
+    )
+    child.world.faults.add(spent)
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 1
+    assert "cleanup NOT confirmed" in log
+    sent = [e.time - 30.0 for e in child.world.ledger if e.time >= 30.0]
+    limit = timing.POST_STEP_GRACE_SECONDS - 60.0
+    assert max(sent) == limit - 4.0  # 201 s, then every 5 s: 236 s is the last poll that fits
+    assert child.clock.monotonic() - 30.0 <= limit
