@@ -111,6 +111,8 @@ MAP_TESTS = (
     "tests/test_mutation_rules_guard.py",
     "tests/test_mutation_rules_job_time.py",
     "tests/test_mutation_rules_retry.py",
+    "tests/test_mutation_rules_run_name.py",
+    "tests/test_mutation_rules_sequence.py",
     "tests/test_observe.py",
     "tests/test_odd_input.py",
     "tests/test_older_server.py",

@@ -330,3 +330,17 @@ def test_the_post_step_sends_nothing_past_its_4_minutes_even_after_a_quota_wait(
     limit = timing.POST_STEP_GRACE_SECONDS - 60.0
     assert max(sent) == limit - 4.0  # 201 s, then every 5 s: 236 s is the last poll that fits
     assert child.clock.monotonic() - 30.0 <= limit
+
+
+def test_a_found_run_whose_cancel_failed_and_that_completed_is_left_as_completed(tmp_path: Path):
+    """The post step finds the lost dispatch's run already over; its cancel fails (403): the run
+    is not counted as one this step cancelled, so it is reported as already completed."""
+    clock = FakeClock()
+    world = make_world(clock)
+    run_id = dispatch(world, "rqf-1")
+    clock.advance(200)  # its 60 s workload is over
+    world.faults.add(Fault("forbidden", method="POST", path=CANCEL))
+    code, log = post_step(world, clock, {"request-id": "rqf-1"}, tmp_path)
+    assert code == 0
+    assert f"Cancel of run {run_id} failed: POST " in log
+    assert f"Child run {run_id} is already completed: nothing to clean up" in log

@@ -4,17 +4,23 @@ Each test states one rule of `sequence/dispatch.py` and fails when it breaks: a 
 an earlier candidate does not move a later child's queue clock; a signal's search for a lost
 dispatch ends when a listing is refused beyond the grace (said once, not sent again), and goes on
 past a listing refused outright; a copy held as the child until the real one is listed is handed
-over as a copy. Every test drives `cli.main` against the fake GitHub.
+over as a copy; the child's run link is saved for the post step, and a fallback's child does
+not inherit the job link of the one before it. Every test drives `cli.main` against the fake
+GitHub.
 """
 
 from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from urllib.parse import parse_qs
 
 from runner_queue_fallback import timing
 from runner_queue_fallback.sim.faults import Fault
 from runner_queue_fallback.sim.model import Workload
 from runner_queue_fallback.simulation import SimulationRun
-from tests.invariants import dispatch_posts
-from tests.test_coordinator import FOREVER, Scenario
+from tests.invariants import children, dispatch_posts
+from tests.test_coordinator import FOREVER, Scenario, attempts
 from tests.test_copies import coordinate, copy_every_dispatch, real_and_copy
 from tests.test_quota import spend_all_at
 from tests.test_rules import LOST, searches
@@ -24,6 +30,9 @@ LISTING = r"/workflows/[^/]+/runs$"
 #: The signal comes before the main step's first look for the lost dispatch (at 5 s); the
 #: search it starts looks first when the signal is handled.
 SIGNAL_AT = 3.0
+#: Candidate 1 queued for good: cancelled at its deadline (615 s), confirmed 5 s later, and
+#: candidate 2 dispatched then.
+SECOND_DISPATCH = 620.0
 
 
 def _lines(result: SimulationRun, text: str) -> list[tuple[float, str]]:
@@ -68,6 +77,13 @@ def test_a_signals_search_goes_on_past_a_listing_refused_outright_and_cancels_th
     assert result.exit_code == 1
     first, later = searches(s)
     assert later == first + timing.SIGNAL_CLEANUP_BUDGET_SECONDS / 2
+    # runs created since the dispatch less 5 minutes (the time the POST was sent, not now)
+    [posted] = dispatch_posts(s.world)
+    listing = next(e for e in s.world.ledger if re.search(LISTING, e.path))
+    [created] = parse_qs(listing.query)["created"]
+    sent = s.world.clock.now() - timedelta(seconds=s.world.now() - posted)
+    since = sent.replace(microsecond=0) - timedelta(minutes=5)
+    assert datetime.fromisoformat(created.removeprefix(">=")) == since
     assert len(_lines(result, "Looking for run-name rqf-")) == 1
     assert s.cancels() == [later]
     assert "The step was cancelled during the dispatch: run " in result.log
@@ -83,3 +99,26 @@ def test_a_copy_held_as_the_child_until_the_real_one_is_listed_is_handed_over_as
     real, copy = real_and_copy(s.world)
     assert result.state["child-run-id"] == str(real.id)
     assert result.state["child-copies"] == str(copy.id)
+
+
+def test_the_childs_run_link_is_saved_for_the_post_step():
+    s = Scenario().pools([], [], [])
+    result = s.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    [entry] = attempts(result)
+    run_url = str(entry["run-url"])
+    assert run_url.endswith(f"/actions/runs/{children(s.world)[0].run_id}")
+    assert result.state["child-run-url"] == run_url
+
+
+def test_a_fallbacks_child_does_not_inherit_the_job_link_of_the_child_before_it():
+    """Candidate 1's job was seen (its link saved); candidate 2 is dispatched, and a SIGTERM
+    comes before its job is seen: the post step is left no link, not candidate 1's."""
+    s = Scenario().pools(FOREVER, FOREVER, [])
+    first = s.run(post_step=False, interrupt_at=400.0)
+    assert first.state["child-job-url"], "candidate 1's job link was saved"
+    s = Scenario().pools(FOREVER, FOREVER, [])
+    result = s.run(post_step=False, interrupt_at=SECOND_DISPATCH + 2.0)
+    assert len(dispatch_posts(s.world)) == 2
+    assert result.state["child-run-id"] == str(children(s.world)[1].run_id)
+    assert result.state["child-job-url"] == ""
