@@ -42,7 +42,7 @@ RUN mkdir /app/bin \
       && chmod 0755 "/app/bin/$command"; \
     done \
  && /app/venv/bin/python -m compileall -q -j 0 /app/runner_queue_fallback \
- && PYTHONPATH=/app /app/venv/bin/python -c "import runner_queue_fallback.cli, runner_queue_fallback.profiles as p; p.load_profiles()"
+ && PYTHONPATH=/app /app/venv/bin/python -c "import runner_queue_fallback.cli, runner_queue_fallback.core.profiles as p; p.load_profiles()"
 
 
 FROM python:3.12-slim

@@ -13,9 +13,9 @@ finished child and the cleanup after an error. Give it a client with `conditiona
 
 from __future__ import annotations
 
-from runner_queue_fallback.coordinator import Attempt, Coordinator
-from runner_queue_fallback.observe import Observation
-from runner_queue_fallback.sequence.execution import execution_timeout
+from runner_queue_fallback.action.coordinator import Attempt, Coordinator
+from runner_queue_fallback.action.observe import Observation
+from runner_queue_fallback.action.sequence.execution import execution_timeout
 
 __all__ = ["POLL_SECONDS", "OriginalCoordinator"]
 

@@ -20,9 +20,8 @@ child's token) when a runner starts it: its reads (own run, parent, the run sear
 count against the repository's quota like any other, and a spent quota makes it refuse the
 workload (it fails closed). Without, the fake's guard step just passes after 2 s, sending nothing.
 
-Long (887 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
-per-coordinator records share one virtual clock and one world; issue 34 splits it (participants /
-records).
+Long (888 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
+per-coordinator records share one virtual clock and one world.
 """
 
 from __future__ import annotations
@@ -44,20 +43,18 @@ from typing import Any, Literal, TypeVar, cast
 from bench.baseline import OriginalCoordinator
 from bench.losses import CancelContext, StartedCancel, started_cancels
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import Clock, FakeClock
-from runner_queue_fallback.coordinator import Coordinator, Result
-from runner_queue_fallback.errors import Interrupted
-from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.inputs import (
+from runner_queue_fallback.action.coordinator import Coordinator, Result
+from runner_queue_fallback.core.clock import Clock, FakeClock
+from runner_queue_fallback.core.errors import Interrupted
+from runner_queue_fallback.core.inputs import (
     CoordinatorInputs,
     RunContext,
     read_coordinator_inputs,
     read_run_context,
 )
-from runner_queue_fallback.plan import Plan, make_plan
-from runner_queue_fallback.profiles import Profile, load_profiles
-from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.sim import (
+from runner_queue_fallback.core.profiles import Profile, load_profiles
+from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.fake_github import (
     ETagPolicy,
     FakeGitHub,
     LedgerEntry,
@@ -67,16 +64,16 @@ from runner_queue_fallback.sim import (
     Timings,
     VirtualClock,
 )
-from runner_queue_fallback.sim.model import Workload
-from runner_queue_fallback.sim.world import API_VERSIONS, QUOTA_WINDOW
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.fake_github.model import Workload
+from runner_queue_fallback.fake_github.world import API_VERSIONS, QUOTA_WINDOW
+from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.tools.plan import Plan, make_plan
+from runner_queue_fallback.tools.simulate.capture import GuardLog, capture_stdout, read_key_values
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
-    GuardLog,
-    capture_stdout,
     coordinator_environ,
     guard_hook,
     job_environ,
-    read_key_values,
     standard_world,
     with_defaults,
 )

@@ -29,8 +29,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.sim import CancelRequest, LedgerEntry, RunHistory
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.fake_github import CancelRequest, LedgerEntry, RunHistory
 
 __all__ = [
     "AMBIGUOUS_DISPATCH",

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bench.harness import QUOTA_WINDOW, ChildTimeline, CoordinatorRecord, Trial, ledger_totals
-from runner_queue_fallback.sim import LedgerEntry
+from runner_queue_fallback.fake_github import LedgerEntry
 
 __all__ = [
     "ENDPOINTS",

@@ -6,11 +6,11 @@
     .venv/bin/python -m bench --load-sweep --quota 250 --lanes 44,66 --baseline-lanes= --etags stable
 
 A lane runs two coordinators one after the other (the concurrency search's mix and harness,
-`bench.run.mix_specs`), so N lanes is N coordinators at once and 2N in all. Each coordinator runs
+`bench.mix.mix_specs`), so N lanes is N coordinators at once and 2N in all. Each coordinator runs
 as the runner runs its job (`bench.harness.JobLimits`): cancelled at the `timeout-minutes` that
 `plan` computes for its inputs, then its post step, cut off 5 minutes after the job's
 cancellation. The fake GitHub applies the primary quota and the documented secondary limits
-(`runner_queue_fallback.sim.limits`). Each child runs the real guard as its first step, on the
+(`runner_queue_fallback.fake_github.limits`). Each child runs the real guard as its first step, on the
 same quota (it refuses the workload when the quota is spent: it fails closed). Every load runs
 twice: with ETags that hold while a resource is unchanged, and with ETags that change on every
 read. `--quota N` runs the same sweep on a quota of N an hour, its loads scaled by N / 1,000
@@ -26,8 +26,8 @@ coordinator for no reason the specification gives (bench/losses.py), and apart f
 cancelled at their job's timeout during a quota wait the coordinator had warned of; what the
 guards sent and how often they refused for a spent quota; each role's job `timeout-minutes`.
 
-Long (428 lines) because the sweep's loads, its loss and guard columns and their table are one
-measurement read together; issue 34 moves the table out.
+Long (431 lines) because the sweep's loads, its loss and guard columns and their table are one
+measurement read together.
 """
 
 from __future__ import annotations
@@ -52,8 +52,8 @@ from bench.harness import (
 )
 from bench.losses import REASONS
 from bench.metrics import peak_window, precision
-from bench.run import Settings, mix_specs
-from runner_queue_fallback.sim import ETagPolicy, LedgerEntry, SecondaryLimits
+from bench.mix import Settings, mix_specs
+from runner_queue_fallback.fake_github import ETagPolicy, LedgerEntry, SecondaryLimits
 
 __all__ = [
     "DEFAULT_SWEEP_OUT",

@@ -30,7 +30,7 @@ Run by guard/action.yml (the composite guard) with the runner's Python 3.11+ in 
   checkout (the commit the child pins) on the venv's path, as PYTHONPATH=/app does in the image.
 - Writes `python=<the venv's interpreter>` to $GITHUB_OUTPUT for the guard step.
 
-Long (571 lines) because standard library only and run as one file before anything is installed, it
+Long (575 lines) because standard library only and run as one file before anything is installed, it
 must hold pip's isolation, the transport keys read from pip's config files, and the venv check in
 one script.
 """
@@ -115,15 +115,15 @@ class Setting(NamedTuple):
 
 
 def _on_path() -> None:
-    """Put this action's own checkout on the path (-I leaves it off), for report.py."""
+    """Put this action's own checkout on the path (-I leaves it off), for core/report.py."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
 
 
 def _escape(text: str) -> str:
-    """The program's one escaping path for a log line (report.py: standard library only)."""
+    """The program's one escaping path for a log line (core/report.py: standard library only)."""
     _on_path()
-    from runner_queue_fallback.report import escape_log_line  # noqa: PLC0415  # see _on_path
+    from runner_queue_fallback.core.report import escape_log_line  # noqa: PLC0415  # see _on_path
 
     return escape_log_line(text)
 
@@ -131,7 +131,7 @@ def _escape(text: str) -> str:
 def _escape_message(text: str) -> str:
     """The same path for the message of a workflow command."""
     _on_path()
-    from runner_queue_fallback.report import escape_data  # noqa: PLC0415  # see _on_path
+    from runner_queue_fallback.core.report import escape_data  # noqa: PLC0415  # see _on_path
 
     return escape_data(text)
 

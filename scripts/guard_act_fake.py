@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from types import FrameType
 
-from runner_queue_fallback.clock import SystemClock
-from runner_queue_fallback.sim import DispatchRefused, FakeGitHub
+from runner_queue_fallback.core.clock import SystemClock
+from runner_queue_fallback.fake_github import DispatchRefused, FakeGitHub
 
 PARENT_ID = 4242
 SOURCE_REF = "refs/heads/feature"

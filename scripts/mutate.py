@@ -35,8 +35,8 @@ How it works:
    total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
    module was refused or is under `--min-score` (killed / (total - equivalent)).
 
-Long (976 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
-run as one script; issue 34 and issue 35 split it.
+Long (1031 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
+run as one script.
 """
 
 from __future__ import annotations
@@ -67,23 +67,23 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "runner_queue_fallback"
 CORE = (
-    "coordinator.py",
-    "sequence/dispatch.py",
-    "sequence/startup.py",
-    "sequence/queue.py",
-    "sequence/cancellation.py",
-    "sequence/execution.py",
-    "sequence/quota.py",
-    "sequence/preflight.py",
-    "sequence/context.py",
-    "sequence/run_name.py",
-    "sequence/job_time.py",
-    "observe.py",
-    "guard.py",
-    "parent.py",
-    "cleanup.py",
+    "action/coordinator.py",
+    "action/sequence/dispatch.py",
+    "action/sequence/startup.py",
+    "action/sequence/queue.py",
+    "action/sequence/cancellation.py",
+    "action/sequence/execution.py",
+    "action/sequence/admission.py",
+    "action/sequence/child_workflow.py",
+    "action/sequence/context.py",
+    "action/sequence/run_name.py",
+    "action/sequence/job_time.py",
+    "action/observe.py",
+    "action/guard.py",
+    "action/parent.py",
+    "action/cleanup.py",
     "github/retry.py",
-    "timing.py",
+    "core/timing.py",
 )
 FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
 #: The tests that exercise the core (the map is built from these); the others (`UNMAPPED_TESTS`)
@@ -674,7 +674,7 @@ INVALID_EXIT = 86
 
 
 def dotted(module: str) -> str:
-    """The import name of a core module (`sequence/context.py` -> `<package>.sequence.context`)."""
+    """The import name of a core module (`action/sequence/context.py` -> `<package>.sequence.context`)."""
     return ".".join((PACKAGE, *Path(module).with_suffix("").parts))
 
 

@@ -1,7 +1,7 @@
 """The step summary's timeline drawn by real Mermaid in a real browser (scripts/render-check runs it).
 
 For each simulator scenario it takes the step summary the coordinator wrote, and the chart model
-(`runner_queue_fallback.timeline.chart`) of the same run, caught on its way into the summary.
+(`runner_queue_fallback.action.timeline.chart`) of the same run, caught on its way into the summary.
 Each pinned mermaid-cli under scripts/render/mermaid-*/ renders the summary's ```mermaid blocks
 to SVG through Debian's headless Chromium, once under TZ=UTC and once under TZ=Asia/Kolkata.
 From each SVG it reads every task's rectangle and the axis, and asserts:
@@ -32,10 +32,11 @@ from unittest import mock
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from runner_queue_fallback import cli, summary  # noqa: E402  # after the checkout is on the path
-from runner_queue_fallback.scenarios import load_catalogue  # noqa: E402  # same
-from runner_queue_fallback.simulation import simulate_entry  # noqa: E402  # same
-from runner_queue_fallback.timeline import Chart, chart  # noqa: E402  # same
+from runner_queue_fallback import cli  # noqa: E402  # after the checkout is on the path
+from runner_queue_fallback.action import summary  # noqa: E402  # after the checkout is on the path
+from runner_queue_fallback.action.timeline import Chart, chart  # noqa: E402  # same
+from runner_queue_fallback.tools.simulate.scenarios import load_catalogue  # noqa: E402  # same
+from runner_queue_fallback.tools.simulate.steps import simulate_entry  # noqa: E402  # same
 
 RENDER = ROOT / "scripts" / "render"
 CHROMIUM = json.loads((RENDER / "puppeteer.json").read_text())["executablePath"]

@@ -35,8 +35,8 @@ from jsonschema import _keywords  # type: ignore[import-untyped]  # no stubs; th
 from jsonschema.validators import extend  # type: ignore[import-untyped]  # no stubs
 from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
-from runner_queue_fallback.sim.reply import LedgerEntry, Reply
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.fake_github.reply import LedgerEntry, Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 
 DATA = Path(__file__).resolve().parent / "data" / "openapi"
 GITHUB_VERSIONS = ("2022-11-28", "2026-03-10")
@@ -58,7 +58,9 @@ class Exchange:
     status: int | None
     reply_headers: Mapping[str, str]  # lower-case names
     reply_body: bytes
-    fault: str | None = None  # the fault the world injected (sim/faults.py), from its ledger
+    fault: str | None = (
+        None  # the fault the world injected (fake_github/faults.py), from its ledger
+    )
     limit: str | None = None  # "primary" or "secondary": the rate limit that refused it
 
     @property
@@ -594,7 +596,7 @@ EXCEPTIONS: tuple[ProseFact, ...] = (
     ),
     ProseFact(
         "injected-fault",
-        "the world's fault plan (runner_queue_fallback/sim/faults.py): 5xx, 408, 401, 403, broken "
+        "the world's fault plan (runner_queue_fallback/fake_github/faults.py): 5xx, 408, 401, 403, broken "
         "JSON and lost replies, which [TS] describes and the description does not list",
         _injected,
     ),

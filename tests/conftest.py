@@ -12,7 +12,7 @@ import requests
 from hypothesis import HealthCheck, settings
 from hypothesis.database import DirectoryBasedExampleDatabase
 
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.core.clock import FakeClock
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
 

@@ -9,14 +9,14 @@ import re
 from dataclasses import dataclass, field
 
 from bench.losses import CancelContext, StartedCancel, started_cancels, warned_of_job_end
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.inputs import PoolSettings
-from runner_queue_fallback.outcome import OUTCOMES
-from runner_queue_fallback.sim.model import RunHistory, pool_key
-from runner_queue_fallback.sim.reply import LedgerEntry
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, TOKEN, SimulationRun
+from runner_queue_fallback.action.outcome import OUTCOMES
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import PoolSettings
+from runner_queue_fallback.fake_github.model import RunHistory, pool_key
+from runner_queue_fallback.fake_github.reply import LedgerEntry
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, TOKEN, SimulationRun
 
 
 def dispatch_posts(world: FakeGitHub) -> list[float]:

@@ -20,9 +20,9 @@ from typing import Any
 from unittest import mock
 from urllib.parse import urlsplit
 
-from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 
 #: Planted in every outside string; a command whose name or head holds it came from outside.
 MARKER = "rqfmark"

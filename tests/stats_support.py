@@ -6,16 +6,16 @@ import json
 from typing import Any
 
 from runner_queue_fallback.cli import main
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import FakeGitHub
-from runner_queue_fallback.sim.history import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import FakeGitHub
+from runner_queue_fallback.fake_github.history import (
     Exponential,
     HistorySpec,
     LogNormal,
     PoolHistory,
     generate_history,
 )
-from runner_queue_fallback.sim.model import fake_token
+from runner_queue_fallback.fake_github.model import fake_token
 
 GROUP = "nv-cpu-general"
 CPU16, CPU8, CPU32 = "linux-amd64-cpu16", "linux-amd64-cpu8", "linux-amd64-cpu32"

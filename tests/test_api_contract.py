@@ -23,11 +23,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.inputs import env_name
-from runner_queue_fallback.scenarios import load_catalogue
-from runner_queue_fallback.sim.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import env_name
+from runner_queue_fallback.fake_github.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
+from runner_queue_fallback.tools.simulate.scenarios import load_catalogue
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     TOKEN,

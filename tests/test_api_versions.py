@@ -11,11 +11,11 @@ import requests
 import responses
 from responses import registries
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import DispatchAmbiguous, GitHubAPIError
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import DispatchAmbiguous, GitHubAPIError
+from runner_queue_fallback.fake_github.model import fake_token
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.versions import ApiVersionRefused, refuses_version
-from runner_queue_fallback.sim.model import fake_token
 from tests import github_payloads as payloads
 
 TOKEN = fake_token("versionTestToken")

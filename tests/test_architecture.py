@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,8 +13,17 @@ import pytest
 
 from runner_queue_fallback.cli import SUBCOMMANDS
 
-PACKAGE = Path(__file__).resolve().parent.parent / "runner_queue_fallback"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "runner_queue_fallback"
 MODULES = sorted(PACKAGE.rglob("*.py"))
+#: The product's Python outside the package: the bench, the scripts and the guard's own helper.
+OTHERS = sorted(
+    [
+        *(ROOT / "bench").glob("*.py"),
+        *(ROOT / "scripts").glob("*.py"),
+        *(ROOT / "guard").glob("*.py"),
+    ]
+)
 REAL_TIME = {
     ("time", "sleep"),
     ("time", "monotonic"),
@@ -43,21 +53,27 @@ def _imports(path: Path) -> set[str]:
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_only_the_clock_touches_real_time(path: Path):
-    """Nothing but clock.py calls time.sleep, time.monotonic, time.time or datetime.now."""
-    if path.name == "clock.py":
+    """Nothing but core/clock.py calls time.sleep, time.monotonic, time.time or datetime.now."""
+    if path.relative_to(PACKAGE) == Path("core/clock.py"):
         return
     assert not (_calls(path) & REAL_TIME), f"{path.name} reads or waits on real time"
 
 
-@pytest.mark.parametrize("path", sorted((PACKAGE / "sim").glob("*.py")), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "fake_github").glob("*.py")), ids=lambda p: p.name
+)
 def test_the_simulator_does_not_know_our_client(path: Path):
     """The fake describes GitHub, not our client's beliefs about GitHub."""
-    forbidden = {"github", "observe", "coordinator", "sequence", "guard", "cleanup"}
-    assert not {m for m in _imports(path) if m.split(".")[-1] in forbidden or ".github" in m}
+    forbidden = {"github", "observe", "coordinator", "sequence", "guard", "cleanup", "action"}
+    assert not {
+        m
+        for m in _imports(path)
+        if m.split(".")[-1] in forbidden or {"github", "action", "tools"} & set(m.split(".")[1:])
+    }
 
 
-SEQUENCE = ["coordinator.py", "guard.py", "cleanup.py"] + [
-    str(p.relative_to(PACKAGE)) for p in sorted((PACKAGE / "sequence").glob("*.py"))
+SEQUENCE = ["action/coordinator.py", "action/guard.py", "action/cleanup.py"] + [
+    str(p.relative_to(PACKAGE)) for p in sorted((PACKAGE / "action" / "sequence").glob("*.py"))
 ]
 
 
@@ -65,11 +81,18 @@ SEQUENCE = ["coordinator.py", "guard.py", "cleanup.py"] + [
 def test_the_sequence_does_not_import_the_simulator(name: str):
     path = PACKAGE / name
     assert path.exists()
-    assert not {m for m in _imports(path) if m.split(".")[1:2] == ["sim"]}
+    assert not {m for m in _imports(path) if m.split(".")[1:2] == ["fake_github"]}
 
 
 @pytest.mark.parametrize(
-    "name", ["inputs.py", "overrides.py", "profiles.py", "observe.py", "plan.py"]
+    "name",
+    [
+        "core/inputs.py",
+        "core/overrides.py",
+        "core/profiles.py",
+        "action/observe.py",
+        "tools/plan.py",
+    ],
 )
 def test_pure_modules_do_no_io(name: str):
     """inputs, profiles, plan and observe import nothing that talks to the network or the OS env."""
@@ -82,11 +105,11 @@ def test_pure_modules_do_no_io(name: str):
 
 
 def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULE_NAMES = {_module_name(path): path for path in MODULES}
+MODULE_NAMES = {_module_name(path): path for path in [*MODULES, *OTHERS]}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -151,7 +174,7 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(sorted(group) for group in groups)
 
 
-def test_the_package_has_no_import_cycle():
+def test_the_package_the_bench_and_the_scripts_have_no_import_cycle():
     """No module imports, directly or through others, a module that imports it back.
 
     Lazy imports inside functions count (they only move the circle to run time), and so do the
@@ -171,8 +194,15 @@ def test_the_cycle_finder_finds_a_cycle():
 def test_the_import_graph_sees_lazy_imports_and_the_subcommand_table():
     graph = _import_graph()
     assert "runner_queue_fallback.commands.coordinate" in graph["runner_queue_fallback.cli"]
-    assert "runner_queue_fallback.coordinator" in graph["runner_queue_fallback.commands.coordinate"]
-    assert "runner_queue_fallback.simulation" in graph["runner_queue_fallback.simulate"]
+    assert "bench.sweep" in graph["bench.run"]  # `--load-sweep`, imported inside a function
+    assert (
+        "runner_queue_fallback.action.coordinator"
+        in graph["runner_queue_fallback.commands.coordinate"]
+    )
+    assert (
+        "runner_queue_fallback.tools.simulate.steps"
+        in graph["runner_queue_fallback.tools.simulate.run"]
+    )
 
 
 # ------------------------------------------------------------------- what a subcommand loads
@@ -189,22 +219,23 @@ print(json.dumps(sorted(sys.modules)))
 HELP_MODULES = {
     "runner_queue_fallback",
     "runner_queue_fallback.cli",
-    "runner_queue_fallback.clock",
+    "runner_queue_fallback.core.clock",
     "runner_queue_fallback.commands",
-    "runner_queue_fallback.errors",
-    "runner_queue_fallback.input_names",
-    "runner_queue_fallback.report",
+    "runner_queue_fallback.core",
+    "runner_queue_fallback.core.errors",
+    "runner_queue_fallback.core.input_names",
+    "runner_queue_fallback.core.report",
 }
 #: Libraries that take tens of milliseconds to import, and the profiles' TOML reader.
 HEAVY = {"pydantic", "requests", "urllib3", "tenacity", "yaml", "tomllib"}
 #: Only the composition root's `simulate`, the bench and the tests load these.
 SIMULATOR_AND_LINT = {
-    "runner_queue_fallback.sim",
-    "runner_queue_fallback.simulate",
-    "runner_queue_fallback.simulation",
-    "runner_queue_fallback.scenarios",
-    "runner_queue_fallback.lint",
-    "runner_queue_fallback.plan",
+    "runner_queue_fallback.fake_github",
+    "runner_queue_fallback.tools.simulate.run",
+    "runner_queue_fallback.tools.simulate.steps",
+    "runner_queue_fallback.tools.simulate.scenarios",
+    "runner_queue_fallback.tools.lint",
+    "runner_queue_fallback.tools.plan",
     "yaml",
 }
 
@@ -237,8 +268,8 @@ def test_help_loads_almost_nothing(argv: list[str]):
 #: The coordinator checks its child file with lint's rules before the first dispatch (preflight);
 #: lint computes timeouts with plan.
 PREFLIGHT_NEEDS = {
-    "runner_queue_fallback.lint",
-    "runner_queue_fallback.plan",
+    "runner_queue_fallback.tools.lint",
+    "runner_queue_fallback.tools.plan",
     "yaml",
 }  # lint reuses plan
 
@@ -253,4 +284,96 @@ def test_the_action_steps_load_neither_the_simulator_nor_lint(command: str):
     others = {f"runner_queue_fallback.commands.{name}" for name in ("plan", "lint", "simulate")}
     assert not loaded & others
     if command != "coordinate":
-        assert "runner_queue_fallback.coordinator" not in loaded
+        assert "runner_queue_fallback.action.coordinator" not in loaded
+
+
+# --------------------------------------------------------------------------------- the layout
+# docs/architecture.md draws these places and the rules below; a change to one changes both.
+
+#: The places of the package and the places each may import (besides itself).
+PLACES: dict[str, set[str]] = {
+    "core": set(),
+    "github": {"core"},
+    "fake_github": {"core"},
+    "action": {"core", "github"},
+    "tools": {"core", "github", "fake_github", "action", "commands"},
+    "commands": {"core", "github", "action", "tools"},
+    "cli": {"core", "commands"},
+}
+#: Edges across the rules above, each with its reason (module -> module, a prefix each).
+EXCEPTIONS = {
+    # the API-version input is spelled by the client's version table
+    ("runner_queue_fallback.core.inputs", "runner_queue_fallback.github.versions"),
+    # the coordinator checks its child file with lint's rules before the first dispatch
+    ("runner_queue_fallback.action.sequence.child_workflow", "runner_queue_fallback.tools.lint"),
+    # the job's own end: the same timeout arithmetic as `plan`, and lint's read of the workflow
+    ("runner_queue_fallback.action.sequence.job_time", "runner_queue_fallback.tools.plan"),
+    ("runner_queue_fallback.action.sequence.job_time", "runner_queue_fallback.tools.lint"),
+}
+
+
+def _excepted(module: str, target: str) -> bool:
+    return any(module == m and target.startswith(t) for m, t in EXCEPTIONS)
+
+
+def _place(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "root"
+
+
+def test_each_place_imports_only_the_places_below_it():
+    """The layering of docs/architecture.md: core at the bottom, cli at the top."""
+    graph = _import_graph()
+    wrong = sorted(
+        (module, target)
+        for module, targets in graph.items()
+        if module.startswith("runner_queue_fallback.") and _place(module) in PLACES
+        for target in targets
+        if target.startswith("runner_queue_fallback.")
+        and _place(target) not in {_place(module), "root"} | PLACES[_place(module)]
+        and not _excepted(module, target)
+    )
+    assert not wrong, wrong
+
+
+def test_the_package_root_holds_only_the_composition_root():
+    """Every concept lives in a named place; the root keeps the entry points only."""
+    flat = {p.name for p in PACKAGE.glob("*.py")}
+    assert flat == {"__init__.py", "__main__.py", "cli.py"}
+    places = {p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert places == {"action", "commands", "core", "fake_github", "github", "tools"}
+
+
+def test_commands_holds_one_module_per_subcommand_named_after_it():
+    """`commands/X.py` is the command line of `X` and nothing else; `flags` is their shared flags."""
+    names = {p.stem for p in (PACKAGE / "commands").glob("*.py")} - {"__init__", "flags"}
+    assert names == set(SUBCOMMANDS)
+    for name, sub in SUBCOMMANDS.items():
+        assert sub.module == f"runner_queue_fallback.commands.{name}"
+
+
+@pytest.mark.parametrize("name", ["preflight", "simulate", "guard", "cleanup", "stats", "lint"])
+def test_each_concept_has_one_home_beside_its_command_line(name: str):
+    """Besides `commands/X.py`, one module or package in the tree is named after X."""
+    homes = [
+        p.relative_to(PACKAGE)
+        for p in PACKAGE.rglob(f"{name}*")
+        if p.stem == name and "commands" not in p.parts and "__pycache__" not in p.parts
+    ]
+    assert len(homes) == 1, homes
+
+
+#: Product Python: the package, the guard's helper, the bench and the scripts (tests are exempt).
+PRODUCT = [*MODULES, *OTHERS]
+LONG = 400
+
+
+@pytest.mark.parametrize("path", PRODUCT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_a_long_module_says_why_in_its_docstring(path: Path):
+    """A module past ~400 lines states in its docstring why it is one module."""
+    lines = len(path.read_text().splitlines())
+    if lines <= LONG:
+        return
+    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    assert re.search(r"Long \(\d+ lines\) because", " ".join(doc.split())), f"{lines} lines"
+    assert "splits it" not in doc, "a reason, not a promise"

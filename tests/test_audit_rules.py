@@ -12,16 +12,16 @@ import itertools
 
 import pytest
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import RateLimited
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import RateLimited
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, TOKEN, standard_world
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, TOKEN, standard_world
 from tests.invariants import children, dispatch_posts
 from tests.outside import Tamper, child_run_id, error_reply, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario

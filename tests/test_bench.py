@@ -42,8 +42,9 @@ from bench.losses import (
     started_cancels,
 )
 from bench.metrics import ENDPOINTS, PHASES
+from bench.mix import Settings, mix_specs
 from bench.report import FIGURES
-from bench.run import Settings, main, mix_specs
+from bench.run import main
 from bench.sweep import (
     SweepSettings,
     admission_waits,
@@ -52,16 +53,20 @@ from bench.sweep import (
     render_sweep,
     run_sweep,
 )
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.coordinator import Coordinator
-from runner_queue_fallback.errors import Interrupted
+from runner_queue_fallback.action.coordinator import Coordinator
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import Interrupted
+from runner_queue_fallback.core.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.fake_github import CancelRequest, LedgerEntry, RunHistory, VirtualClock
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
-from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.sim import CancelRequest, LedgerEntry, RunHistory, VirtualClock
-from runner_queue_fallback.simulation import coordinator_environ, standard_world, with_defaults
+from runner_queue_fallback.tools.simulate.steps import (
+    coordinator_environ,
+    standard_world,
+    with_defaults,
+)
 
 SCENARIOS = ("queued", "executing", "fallback", "deadlines")
 

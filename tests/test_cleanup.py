@@ -6,13 +6,13 @@ import contextlib
 import io
 from pathlib import Path
 
-from runner_queue_fallback.cleanup import cancel_and_confirm
+from runner_queue_fallback.action.cleanup import cancel_and_confirm
 from runner_queue_fallback.cli import main
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github.model import Timings, fake_token
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.sim.model import Timings, fake_token
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
 from tests.outside import JOBS_PATH, Tamper, json_body, with_json
 from tests.test_sim_support import GROUP, dispatch, make_world
 

@@ -10,7 +10,7 @@ import pytest
 from runner_queue_fallback import __version__
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.commands.coordinate import signals_interrupt
-from runner_queue_fallback.errors import Interrupted
+from runner_queue_fallback.core.errors import Interrupted
 
 
 def test_help_and_version_exit_zero(capsys: pytest.CaptureFixture[str]):

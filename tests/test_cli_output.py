@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import elapsed
-from runner_queue_fallback.guard import GuardResult
+from runner_queue_fallback.action.guard import GuardResult
+from runner_queue_fallback.core.clock import elapsed
 
 
 def _run_with_reader_gone(*argv: str) -> tuple[int, str]:

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from runner_queue_fallback.clock import EPOCH, Clock, FakeClock, SystemClock
+from runner_queue_fallback.core.clock import EPOCH, Clock, FakeClock, SystemClock
 
 
 def test_fake_clock_starts_at_the_epoch() -> None:

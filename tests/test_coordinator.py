@@ -6,14 +6,15 @@ import json
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.inputs import InputErrors, env_name, read_pool_settings
-from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.sim.faults import Fault, FaultPlan
-from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback import cli
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
+from runner_queue_fallback.fake_github.model import Timings, Workload
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     SimulationRun,

@@ -15,12 +15,13 @@ from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import DispatchRefused, Timings
-from runner_queue_fallback.sim.model import FakeRun, Workload
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, run_coordinator
+from runner_queue_fallback import cli
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import DispatchRefused, Timings
+from runner_queue_fallback.fake_github.model import FakeRun, Workload
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun, run_coordinator
 from tests.invariants import dispatch_posts
 from tests.test_cleanup import busy_world, post_step
 from tests.test_coordinator import FOREVER, Scenario

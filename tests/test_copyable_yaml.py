@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from runner_queue_fallback.lint.engine import lint_directory, lint_files
-from runner_queue_fallback.lint.model import Finding
+from runner_queue_fallback.tools.lint.engine import lint_directory, lint_files
+from runner_queue_fallback.tools.lint.model import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))

@@ -25,24 +25,25 @@ import yaml
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.hosted import HOSTED_EXAMPLES, hosted_problem
-from runner_queue_fallback.inputs import (
+from runner_queue_fallback import cli
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.hosted import HOSTED_EXAMPLES, hosted_problem
+from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
     InputErrors,
     env_name,
     read_coordinator_inputs,
 )
-from runner_queue_fallback.profiles import (
+from runner_queue_fallback.core.profiles import (
     MEMORY_GROUP,
     Candidate,
     Profile,
     load_profiles,
     parse_label,
 )
-from runner_queue_fallback.sim.model import fake_token
+from runner_queue_fallback.fake_github.model import fake_token
 from tests.conftest import SHA
 from tests.outside import PLANTS, watch_stdout
 from tests.test_fuzz_coordinator import candidate_overrides

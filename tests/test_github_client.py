@@ -12,9 +12,9 @@ import requests
 import responses
 from responses import matchers, registries
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import (
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import (
     Conflict,
     DeadlineExceeded,
     DispatchAmbiguous,
@@ -27,10 +27,10 @@ from runner_queue_fallback.errors import (
     Unauthorized,
     Unprocessable,
 )
+from runner_queue_fallback.fake_github.model import fake_token
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome
 from runner_queue_fallback.github.retry import Patience
-from runner_queue_fallback.sim.model import fake_token
 from tests import github_payloads as payloads
 
 TOKEN = fake_token("s3cr3tT0kenValue")

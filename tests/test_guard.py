@@ -18,10 +18,7 @@ import requests
 import responses
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import GuardRefused
-from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.guard import (
+from runner_queue_fallback.action.guard import (
     ATTEMPT,
     CHECKS,
     IDENTITY,
@@ -31,9 +28,11 @@ from runner_queue_fallback.guard import (
     Guard,
     GuardResult,
 )
-from runner_queue_fallback.inputs import read_guard_inputs, read_run_context
-from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.sim import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import GuardRefused
+from runner_queue_fallback.core.inputs import read_guard_inputs, read_run_context
+from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.fake_github import (
     DispatchRefused,
     FakeGitHub,
     Fault,
@@ -41,8 +40,9 @@ from runner_queue_fallback.sim import (
     WorkerContext,
     Workload,
 )
-from runner_queue_fallback.sim.model import fake_token
-from runner_queue_fallback.sim.reply import Reply
+from runner_queue_fallback.fake_github.model import fake_token
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.github.client import GitHubClient
 from tests.outside import Tamper, json_body, with_json
 
 PARENT_ID = 4242

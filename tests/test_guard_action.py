@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 import yaml
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.inputs import GUARD_INPUTS, env_name
-from runner_queue_fallback.sim import FakeGitHub
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import GUARD_INPUTS, env_name
+from runner_queue_fallback.fake_github import FakeGitHub
 from tests.test_guard import (
     COORDINATOR_WORKFLOW,
     PARENT_ID,

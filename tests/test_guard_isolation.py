@@ -54,8 +54,8 @@ from typing import Any
 
 import pytest
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import FakeGitHub
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import FakeGitHub
 from tests.test_guard import dispatch_child, make_world
 from tests.test_guard_action import EXPRESSION, _runner_env, _steps, _with
 

@@ -21,8 +21,15 @@ from typing import Any
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import EPOCH, FakeClock
+from runner_queue_fallback import cli
+from runner_queue_fallback.action.summary import RUN_LINK_ONLY, WORKER_LINK
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import EPOCH, FakeClock
+from runner_queue_fallback.fake_github import DispatchRefused
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import FakeRun, Timings, Workload
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.github.retry import (
     RateLimit,
     RateLimitKind,
@@ -32,13 +39,7 @@ from runner_queue_fallback.github.retry import (
     reset_seconds,
     retry_after_seconds,
 )
-from runner_queue_fallback.sim import DispatchRefused
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import FakeRun, Timings, Workload
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import SimulationRun, run_coordinator
-from runner_queue_fallback.summary import RUN_LINK_ONLY, WORKER_LINK
+from runner_queue_fallback.tools.simulate.steps import SimulationRun, run_coordinator
 from tests.invariants import children
 from tests.outside import JOBS_PATH, Rule, Tamper, child_run_id, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario, attempts

@@ -16,17 +16,18 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.hosted import hosted_candidate
-from runner_queue_fallback.lint import lint_files
-from runner_queue_fallback.lint.model import Finding
-from runner_queue_fallback.profiles import Candidate
-from runner_queue_fallback.sim.model import FakeRun, Workload
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import run_coordinator
-from runner_queue_fallback.stats.recommend import PoolData, recommend
-from runner_queue_fallback.stats.survival import Observation, kaplan_meier
+from runner_queue_fallback import cli
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.hosted import hosted_candidate
+from runner_queue_fallback.core.profiles import Candidate
+from runner_queue_fallback.fake_github.model import FakeRun, Workload
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.lint import lint_files
+from runner_queue_fallback.tools.lint.model import Finding
+from runner_queue_fallback.tools.simulate.steps import run_coordinator
+from runner_queue_fallback.tools.stats.recommend import PoolData, recommend
+from runner_queue_fallback.tools.stats.survival import Observation, kaplan_meier
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import CPU, FOREVER, Scenario, attempts
 from tests.test_sim_support import child_inputs, make_world

@@ -8,7 +8,7 @@ import io
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.inputs import COORDINATOR_INPUTS, OTHER_RULES
+from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS, OTHER_RULES
 
 POOL_INPUTS = {
     "runner-type",

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from runner_queue_fallback.cli import main
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import InputError
-from runner_queue_fallback.inputs import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import InputError
+from runner_queue_fallback.core.inputs import (
     InputErrors,
     env_name,
     read_coordinator_inputs,
@@ -17,8 +17,8 @@ from runner_queue_fallback.inputs import (
     read_pool_settings,
     read_run_context,
 )
-from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.sim.model import fake_token
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.fake_github.model import fake_token
 from tests.conftest import SHA
 
 PROFILES = load_profiles()

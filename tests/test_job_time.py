@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, job_environ
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun, job_environ
 from tests.invariants import dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
 

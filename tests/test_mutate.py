@@ -212,9 +212,11 @@ def test_every_core_module_round_trips(module):
 
 
 def test_every_module_of_the_sequence_is_measured_the_older_server_search_included():
-    sequence = mutate.module_path("sequence")
-    modules = {f"sequence/{p.name}" for p in sequence.glob("*.py") if p.name != "__init__.py"}
-    assert "sequence/run_name.py" in modules
+    sequence = mutate.module_path("action/sequence")
+    modules = {
+        f"action/sequence/{p.name}" for p in sequence.glob("*.py") if p.name != "__init__.py"
+    }
+    assert "action/sequence/run_name.py" in modules
     assert modules <= set(mutate.CORE)
 
 

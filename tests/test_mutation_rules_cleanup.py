@@ -1,6 +1,6 @@
 """Cleanup and the shared reads: rules the fixed mutation runner found held by no test (issue 35).
 
-Each test states one rule of `cleanup.py` and fails when it breaks: what an unconfirmed cleanup
+Each test states one rule of `action/cleanup.py` and fails when it breaks: what an unconfirmed cleanup
 reports (a failed cancel or read, a refused read, a spent quota, a run that had a job), that it
 reads until the last poll of its window and no longer than its window without a wait of its own,
 that a refused cancel accepted when sent again is not forced, and how the post step finds the
@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.cleanup import (
+from runner_queue_fallback.action.cleanup import (
     cancel_and_confirm,
     cancel_and_confirm_all,
     runs_left_by_main_step,
 )
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
+from runner_queue_fallback.fake_github.model import Platform, Timings
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.sim.faults import Fault, FaultPlan
-from runner_queue_fallback.sim.model import Platform, Timings
 from tests.test_cleanup import POST_TOKEN, post_step
 from tests.test_coordinator import FOREVER, Scenario
 from tests.test_sim_support import GROUP, dispatch, make_world

@@ -1,6 +1,6 @@
 """The dispatch: rules the fixed mutation runner found held by no test (issue 35).
 
-Each test states one rule of `sequence/dispatch.py` and fails when it breaks: a quota pause of
+Each test states one rule of `action/sequence/dispatch.py` and fails when it breaks: a quota pause of
 an earlier candidate does not move a later child's queue clock; a signal's search for a lost
 dispatch ends when a listing is refused beyond the grace (said once, not sent again), and goes on
 past a listing refused outright; a copy held as the child until the real one is listed is handed
@@ -15,10 +15,10 @@ import re
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Workload
-from runner_queue_fallback.simulation import SimulationRun
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Workload
+from runner_queue_fallback.tools.simulate.steps import SimulationRun
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario, attempts
 from tests.test_copies import coordinate, copy_every_dispatch, real_and_copy

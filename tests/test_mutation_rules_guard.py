@@ -1,6 +1,6 @@
 """The guard: rules the fixed mutation runner found held by no test (issue 35).
 
-Each test states one rule of `guard.py` and fails when it breaks: a parent whose workflow ref
+Each test states one rule of `action/guard.py` and fails when it breaks: a parent whose workflow ref
 cannot be known is refused saying why (no ref is made up for it), and a child whose own workflow
 cannot be named is refused before any listing. The guard runs as the CLI builds it, against the
 fake GitHub (`tests.test_guard`).
@@ -8,10 +8,10 @@ fake GitHub (`tests.test_guard`).
 
 from __future__ import annotations
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.guard import ORIGINAL, PARENT
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.action.guard import ORIGINAL, PARENT
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from tests.outside import Tamper, json_body, with_json
 from tests.test_guard import (
     dispatch_child,

@@ -1,6 +1,6 @@
 """The coordinator's job time: rules the fixed mutation runner found held by no test (issue 35).
 
-Each test states one rule of `sequence/job_time.py` and fails when it breaks: which timeout
+Each test states one rule of `action/sequence/job_time.py` and fails when it breaks: which timeout
 ends the job (the step's only when sooner), the minutes left as of the read, the waits a refusal
 counts, the timeout it advises, and what a spent quota, a refused or failed read and a file
 without content do. Like `tests/test_job_time.py`, everything but the `waited` rule runs the real
@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from runner_queue_fallback.inputs import env_name, read_pool_settings
-from runner_queue_fallback.plan import make_plan
-from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.sequence import job_time
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun
+from runner_queue_fallback.action.sequence import job_time
+from runner_queue_fallback.core.inputs import env_name, read_pool_settings
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun
 from tests.invariants import dispatch_posts
 from tests.outside import Tamper, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario
@@ -39,7 +39,7 @@ from tests.test_job_time import (
 from tests.test_quota import spend_all_at
 
 if TYPE_CHECKING:
-    from runner_queue_fallback.sequence.context import Sequence
+    from runner_queue_fallback.action.sequence.context import Sequence
 
 #: The coordinator's workflow file, as the contents API path ends.
 FILE_READ = rf"/contents/{re.escape(COORDINATOR_FILE)}$"

@@ -16,9 +16,14 @@ from datetime import timedelta
 
 import pytest
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import EPOCH, FakeClock
-from runner_queue_fallback.errors import DeadlineExceeded, GitHubError, RateLimited, ServerError
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import EPOCH, FakeClock
+from runner_queue_fallback.core.errors import (
+    DeadlineExceeded,
+    GitHubError,
+    RateLimited,
+    ServerError,
+)
 from runner_queue_fallback.github.retry import (
     RESET_MARGIN_SECONDS,
     Patience,

@@ -1,7 +1,7 @@
 """The older server's search by run-name: rules the fixed mutation runner found held by no test
 (issue 35).
 
-Each test states one rule of `sequence/run_name.py` and fails when it breaks: the search says
+Each test states one rule of `action/sequence/run_name.py` and fails when it breaks: the search says
 what it does, asks for runs from the dispatch less 5 minutes, counts the lost run in the
 attempts, says a failed search and stops on a refused one, and a quota pause says how much
 of its window was left; the listing again says when it
@@ -19,12 +19,13 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import SimulationRun, run_coordinator
+from runner_queue_fallback import cli
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import SimulationRun, run_coordinator
 from tests.invariants import dispatch_posts
 from tests.test_coordinator import Scenario
 from tests.test_copies import copy_every_dispatch, real_and_copy

@@ -17,11 +17,11 @@ import re
 
 import pytest
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings, Workload
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from tests.invariants import dispatch_posts
 from tests.outside import JOBS_PATH, Tamper, child_run_id, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario, attempts

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from runner_queue_fallback.action.observe import Expected, Observation, job_mismatches
 from runner_queue_fallback.github.models import Job, WorkflowRun
-from runner_queue_fallback.observe import Expected, Observation, job_mismatches
 from tests.github_payloads import SHA, job, step, workflow_run
 
 

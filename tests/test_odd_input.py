@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.inputs import env_name
-from runner_queue_fallback.lint import model
-from runner_queue_fallback.sim.model import RunHistory, Timings
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import env_name
+from runner_queue_fallback.fake_github.model import RunHistory, Timings
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.lint import model
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     TOKEN,

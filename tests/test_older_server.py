@@ -16,12 +16,12 @@ from dataclasses import dataclass
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import DispatchRefused, Timings
-from runner_queue_fallback.sim.model import fake_token
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import OLDER_SERVER, FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import DispatchRefused, Timings
+from runner_queue_fallback.fake_github.model import fake_token
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import OLDER_SERVER, FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     TOKEN,

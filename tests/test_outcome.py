@@ -18,24 +18,24 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback import cli
+from runner_queue_fallback.action.outcome import OUTCOMES, PHRASES
+from runner_queue_fallback.action.sequence import startup as startup_module
+from runner_queue_fallback.action.summary import publish
 from runner_queue_fallback.commands import coordinate as coordinate_module
-from runner_queue_fallback.errors import Interrupted
-from runner_queue_fallback.outcome import OUTCOMES, PHRASES
-from runner_queue_fallback.scenarios import CatalogueEntry, load_catalogue
-from runner_queue_fallback.sequence import startup as startup_module
-from runner_queue_fallback.sim import PoolSpec
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.core.errors import Interrupted
+from runner_queue_fallback.fake_github import PoolSpec
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings, Workload
+from runner_queue_fallback.tools.simulate.capture import read_key_values
+from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry, load_catalogue
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     SimulationRun,
     coordinator_environ,
-    read_key_values,
     run_coordinator,
     simulate_entry,
 )
-from runner_queue_fallback.summary import publish
 from tests.invariants import check_invariants, children, dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
 from tests.test_job_time import coordinator_yaml, job_scenario, short_quota

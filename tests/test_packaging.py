@@ -20,7 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from runner_queue_fallback.inputs import (
+from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     GUARD_INPUTS,
     env_name,
@@ -28,9 +28,9 @@ from runner_queue_fallback.inputs import (
     read_guard_inputs,
     read_pool_settings,
 )
-from runner_queue_fallback.plan import make_plan
-from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.report import COORDINATOR_OUTPUTS
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
+from runner_queue_fallback.tools.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(sys.executable).parent
@@ -181,7 +181,7 @@ def test_dockerfile_passes_hadolint():
 
 
 def test_coordinator_inputs_and_outputs_match_the_code():
-    """action.yml declares exactly the inputs inputs.py reads and the outputs report.py writes."""
+    """action.yml declares exactly the inputs core/inputs.py reads and the outputs core/report.py writes."""
     action = _load(ACTION)
     assert tuple(action["inputs"]) == COORDINATOR_INPUTS
     assert tuple(action["outputs"]) == COORDINATOR_OUTPUTS
@@ -189,7 +189,7 @@ def test_coordinator_inputs_and_outputs_match_the_code():
 
 @pytest.mark.parametrize("path", [GUARD, DOCKER_GUARD], ids=_rel)
 def test_guard_inputs_match_the_code(path):
-    """Both guard forms declare exactly the inputs inputs.py reads for the guard, and no outputs."""
+    """Both guard forms declare exactly the inputs core/inputs.py reads for the guard, and no outputs."""
     guard = _load(path)
     assert tuple(guard["inputs"]) == GUARD_INPUTS
     assert "outputs" not in guard
@@ -379,7 +379,7 @@ def test_profiles_are_where_the_package_finds_them_in_the_image(tmp_path):
             shutil.copytree(ROOT / source, app / target)
     assert copies.get("profiles") == "profiles"
     probe = (
-        "from runner_queue_fallback.profiles import default_profiles_dir, load_profiles; "
+        "from runner_queue_fallback.core.profiles import default_profiles_dir, load_profiles; "
         "print(default_profiles_dir()); print(len(load_profiles()))"
     )
     result = subprocess.run(  # noqa: S603  # the test's own interpreter

@@ -21,15 +21,16 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.cleanup import cancel_and_confirm, cancel_and_confirm_all
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import CancelRefused
+from runner_queue_fallback import cli
+from runner_queue_fallback.action.cleanup import cancel_and_confirm, cancel_and_confirm_all
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import CancelRefused
+from runner_queue_fallback.fake_github import FakeGitHub, Platform, PoolSpec
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome
-from runner_queue_fallback.scenarios import CatalogueEntry, load_catalogue
-from runner_queue_fallback.sim import FakeGitHub, Platform, PoolSpec
-from runner_queue_fallback.simulation import TOKEN, Simulated, simulate_entry
+from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry, load_catalogue
+from runner_queue_fallback.tools.simulate.steps import TOKEN, Simulated, simulate_entry
 from tests.invariants import check_invariants
 from tests.test_sim_support import (
     GROUP,

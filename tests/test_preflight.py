@@ -10,24 +10,25 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback import cli, errors
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import (
+from runner_queue_fallback import cli
+from runner_queue_fallback.action.sequence import admission as quota
+from runner_queue_fallback.action.sequence.child_workflow import child_findings, is_blocking
+from runner_queue_fallback.core import errors
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import (
     FIX_CHILD_FILE,
     FIX_CHILD_PERMISSIONS,
     FIX_COORDINATOR_PERMISSIONS,
     FIX_CREDENTIALS,
     FIX_WORKFLOW_REF,
 )
-from runner_queue_fallback.inputs import CHILD_INPUTS, env_name
-from runner_queue_fallback.lint.model import Finding
-from runner_queue_fallback.preflight import DEPENDENT, LOW_QUOTA, UNVERIFIABLE_PERMISSION
-from runner_queue_fallback.sequence import quota
-from runner_queue_fallback.sequence.preflight import child_findings, is_blocking
-from runner_queue_fallback.sim.faults import Fault, FaultPlan
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.core.inputs import CHILD_INPUTS, env_name
+from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.lint.model import Finding
+from runner_queue_fallback.tools.preflight import DEPENDENT, LOW_QUOTA, UNVERIFIABLE_PERMISSION
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     TOKEN,

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback.errors import ProfileError
-from runner_queue_fallback.profiles import default_profiles_dir, load_profiles, parse_label
+from runner_queue_fallback.core.errors import ProfileError
+from runner_queue_fallback.core.profiles import default_profiles_dir, load_profiles, parse_label
 
 SHIPPED = sorted(default_profiles_dir().glob("*.toml"))
 

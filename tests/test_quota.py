@@ -10,13 +10,17 @@ import math
 import random
 import re
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.sequence.queue import next_interval
-from runner_queue_fallback.sequence.quota import CANDIDATE_COST_REQUESTS, RESERVE_REQUESTS
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings
-from runner_queue_fallback.sim.reply import LedgerEntry
-from runner_queue_fallback.simulation import PARENT_RUN_ID, run_coordinator
+from runner_queue_fallback import cli
+from runner_queue_fallback.action.sequence.admission import (
+    CANDIDATE_COST_REQUESTS,
+    RESERVE_REQUESTS,
+)
+from runner_queue_fallback.action.sequence.queue import next_interval
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings
+from runner_queue_fallback.fake_github.reply import LedgerEntry
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, run_coordinator
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
 

@@ -13,13 +13,13 @@ from collections.abc import Callable, Mapping
 
 import pytest
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.sequence import job_time
-from runner_queue_fallback.sequence.context import Sequence
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun
+from runner_queue_fallback.action.sequence import job_time
+from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings, Workload
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
 from tests.test_quota import RESET, coordinator_requests, refused, spend_all_at

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from runner_queue_fallback.inputs import InputErrors, read_coordinator_inputs
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings, Workload
+from runner_queue_fallback.core.inputs import InputErrors, read_coordinator_inputs
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings, Workload
 from tests.invariants import children, dispatch_posts
 from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
 from tests.test_fuzz_inputs import PROFILES, VALID, InputSet, run_cli

@@ -8,15 +8,15 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_queue_fallback import report
-from runner_queue_fallback.report import (
+from runner_queue_fallback.core import report
+from runner_queue_fallback.core.report import (
     Reporter,
     escape_data,
     escape_markdown,
     escape_property,
     markdown_code,
 )
-from runner_queue_fallback.sim.model import TOKEN_LENGTH, fake_token
+from runner_queue_fallback.fake_github.model import TOKEN_LENGTH, fake_token
 
 
 def test_escaping_follows_the_runner():

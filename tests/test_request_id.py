@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner_queue_fallback.request_id import RequestId, parse
+from runner_queue_fallback.core.request_id import RequestId, parse
 
 
 def test_a_formatted_request_id_parses_back_to_its_parts() -> None:

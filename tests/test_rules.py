@@ -15,18 +15,19 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback import coordinator as coordinator_module
-from runner_queue_fallback import guard as guard_module
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback import cli
+from runner_queue_fallback.action import coordinator as coordinator_module
+from runner_queue_fallback.action import guard as guard_module
+from runner_queue_fallback.action.guard import PARENT, REQUEST, SOURCE, Guard, GuardResult
+from runner_queue_fallback.action.sequence import startup as startup_module
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings, Workload
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.github.models import WorkflowRun
-from runner_queue_fallback.guard import PARENT, REQUEST, SOURCE, Guard, GuardResult
-from runner_queue_fallback.sequence import startup as startup_module
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Timings, Workload
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import OLDER_SERVER, FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SimulationRun, run_coordinator
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun, run_coordinator
 from tests.github_payloads import workflow_run
 from tests.invariants import children, dispatch_posts
 from tests.outside import Tamper, child_run_id, json_body, lag_rule, with_json

@@ -1,14 +1,14 @@
-"""The fake describes GitHub, not our client's beliefs: `sim/` never imports the product's logic."""
+"""The fake describes GitHub, not our client's beliefs: `fake_github/` never imports the product's logic."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
-import runner_queue_fallback.sim
+import runner_queue_fallback.fake_github
 
 FORBIDDEN = ("github", "observe", "coordinator", "guard", "cleanup", "parent")
-SIM = Path(runner_queue_fallback.sim.__file__).parent
+SIM = Path(runner_queue_fallback.fake_github.__file__).parent
 
 
 def imported_modules(path: Path) -> set[str]:

@@ -7,8 +7,8 @@ import json
 import pytest
 from githubkit_schemas.v2026_03_10.models import ReposOwnerRepoActionsRunsRunIdJobsGetResponse200
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import Timings, WorkerContext, Workload
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import Timings, WorkerContext, Workload
 from tests.test_sim_support import (
     AUTH,
     GROUP,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import requests
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import FAULT_KINDS, Fault, FaultPlan, Timings
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import FAULT_KINDS, Fault, FaultPlan, Timings
 from tests.test_sim_support import AUTH, REPO, advance_to, child_inputs, get, make_world
 
 API = "https://api.github.test"

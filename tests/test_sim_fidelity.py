@@ -14,8 +14,8 @@ from githubkit_schemas.v2026_03_10.models import (
     WorkflowRun,
 )
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import ParentSpec, Scenario, Timings, Workload
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import ParentSpec, Scenario, Timings, Workload
 from tests.test_sim_support import (
     AUTH,
     GROUP,
@@ -32,7 +32,7 @@ from tests.test_sim_support import (
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from runner_queue_fallback.sim import FakeGitHub, Reply
+    from runner_queue_fallback.fake_github import FakeGitHub, Reply
 
 DISPATCH = "/actions/workflows/runner-worker.yml/dispatches"
 
@@ -235,16 +235,16 @@ def test_scenario_timings_and_a_pending_parent_validate():
 
 
 def test_the_split_keeps_every_import_path():
-    from runner_queue_fallback.sim import WorkerContext as Exported  # noqa: PLC0415
-    from runner_queue_fallback.sim.actions import (  # noqa: PLC0415
+    from runner_queue_fallback.fake_github import WorkerContext as Exported  # noqa: PLC0415
+    from runner_queue_fallback.fake_github.actions import (  # noqa: PLC0415
         CHILD_INPUTS,
         ActionsModel,
         DispatchRefused,
         WorkerContext,
         WorkerHook,
     )
-    from runner_queue_fallback.sim.hooks import HookRunner  # noqa: PLC0415
-    from runner_queue_fallback.sim.repo import RepoContent  # noqa: PLC0415
+    from runner_queue_fallback.fake_github.hooks import HookRunner  # noqa: PLC0415
+    from runner_queue_fallback.fake_github.repo import RepoContent  # noqa: PLC0415
 
     assert WorkerContext is Exported
     assert issubclass(ActionsModel, RepoContent)
@@ -255,7 +255,7 @@ def test_the_split_keeps_every_import_path():
 
 
 def test_repository_content_works_on_its_own():
-    from runner_queue_fallback.sim.repo import RepoContent  # noqa: PLC0415
+    from runner_queue_fallback.fake_github.repo import RepoContent  # noqa: PLC0415
 
     repo = RepoContent("trunk")
     blob = repo.add_workflow("w.yml", "trunk")

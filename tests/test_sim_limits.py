@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from githubkit_schemas.v2026_03_10.models import BasicError, RateLimitOverview, WorkflowRun
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import (
     Scenario,
     SecondaryLimits,
     SecondaryMeter,

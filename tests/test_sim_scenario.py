@@ -6,8 +6,16 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import Event, Fault, PoolSpec, Scenario, Timings, Workload, pool_key
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import (
+    Event,
+    Fault,
+    PoolSpec,
+    Scenario,
+    Timings,
+    Workload,
+    pool_key,
+)
 from tests.test_sim_support import AUTH, GROUP, PRIMARY, REPO, SECONDARY, advance_to, dispatch
 
 CATALOGUE_ENTRY = """

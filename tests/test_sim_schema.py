@@ -20,8 +20,8 @@ from githubkit_schemas.v2026_03_10.models import (
     WorkflowRun,
 )
 
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import Timings, Workload
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import Timings, Workload
 from tests.test_sim_support import (
     PRIMARY,
     SECONDARY,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from runner_queue_fallback.clock import Clock, FakeClock
-from runner_queue_fallback.sim import FakeGitHub, Reply, Timings, Workload
+from runner_queue_fallback.core.clock import Clock, FakeClock
+from runner_queue_fallback.fake_github import FakeGitHub, Reply, Timings, Workload
 
 REPO = "/repos/octo-org/octo-repo"
 API_VERSION = "2026-03-10"  # what our client (and githubkit) asks for

@@ -11,11 +11,11 @@ from githubkit import GitHub
 from githubkit.exception import RequestError, RequestFailed
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim import Fault, FaultPlan
-from runner_queue_fallback.sim.transport import DirectSession
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import run_coordinator, standard_world
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import Fault, FaultPlan
+from runner_queue_fallback.fake_github.transport import DirectSession
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import run_coordinator, standard_world
 from tests.test_fuzz_coordinator import base_inputs
 from tests.test_sim_support import AUTH, REPO, advance_to, child_inputs, make_world
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runner_queue_fallback.sim import VirtualClock
+from runner_queue_fallback.fake_github import VirtualClock
 from tests.test_sim_support import AUTH, REPO, dispatch, make_world
 
 

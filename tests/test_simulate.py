@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.scenarios import (
+from runner_queue_fallback.fake_github.model import TOKEN_LENGTH, WORKER_TOKEN
+from runner_queue_fallback.tools.simulate.run import parse_busy
+from runner_queue_fallback.tools.simulate.scenarios import (
     CATALOGUE_DIR,
     DEFAULT_SCENARIO,
     CatalogueEntry,
@@ -20,9 +22,12 @@ from runner_queue_fallback.scenarios import (
     load_catalogue,
     load_entry,
 )
-from runner_queue_fallback.sim.model import TOKEN_LENGTH, WORKER_TOKEN
-from runner_queue_fallback.simulate import parse_busy
-from runner_queue_fallback.simulation import TOKEN, Simulated, SimulationRun, simulate_entry
+from runner_queue_fallback.tools.simulate.steps import (
+    TOKEN,
+    Simulated,
+    SimulationRun,
+    simulate_entry,
+)
 from tests.invariants import check_invariants
 
 CATALOGUE = load_catalogue()
@@ -103,7 +108,7 @@ def test_the_catalogue_covers_the_six_pilot_cases_and_the_extra_scenarios():
 
 def test_the_catalogue_ships_inside_the_package():
     """The YAML files live in the package directory, which the wheel and the image copy whole."""
-    assert CATALOGUE_DIR.parent.name == "runner_queue_fallback"
+    assert CATALOGUE_DIR.parents[2].name == "runner_queue_fallback"  # tools/simulate/scenarios
     assert len(list(CATALOGUE_DIR.glob("*.yaml"))) == len(CATALOGUE) >= 11
 
 
@@ -353,8 +358,8 @@ def test_the_expectation_line_is_always_printed_with_its_verdict():
 
 def test_an_unexpected_simulated_failure_exits_non_zero(monkeypatch: pytest.MonkeyPatch):
     """When the run does not end as expected, simulate exits 1 and says NOT AS EXPECTED."""
-    from runner_queue_fallback import simulate as simulate_module  # noqa: PLC0415
-    from runner_queue_fallback.scenarios import predict as predict_module  # noqa: PLC0415
+    from runner_queue_fallback.tools.simulate import run as simulate_module  # noqa: PLC0415
+    from runner_queue_fallback.tools.simulate.scenarios import predict as predict_module  # noqa: PLC0415
 
     real = predict_module.predict
 

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from runner_queue_fallback import cli, simulate
-from runner_queue_fallback.scenarios import CatalogueEntry, load_catalogue
-from runner_queue_fallback.sim.model import RunHistory
-from runner_queue_fallback.simulation import Simulated, SimulationRun, simulate_entry
+from runner_queue_fallback import cli
+from runner_queue_fallback.fake_github.model import RunHistory
+from runner_queue_fallback.tools.simulate import output
+from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry, load_catalogue
+from runner_queue_fallback.tools.simulate.steps import Simulated, SimulationRun, simulate_entry
 
 CATALOGUE = load_catalogue()
 #: The runner's grace between its cancel signal and killing the step (SIGINT, 7.5 s, SIGTERM).
@@ -34,7 +35,7 @@ _IN_FLIGHT = {"dispatched", "queued", "runner allocated"}
 
 def stamp(seconds: float) -> str:
     """Virtual seconds as the story writes them (whole seconds, HH:MM:SS)."""
-    return simulate.stamp(seconds)[1:-1]
+    return output.stamp(seconds)[1:-1]
 
 
 def seconds(text: str) -> int:
@@ -82,7 +83,7 @@ def told(sim: Simulated, entry: CatalogueEntry) -> Story:
         sim.observed(r).problems(c.expect) if c.expect else []
         for r, c in zip(sim.runs, entry.coordinators, strict=True)
     ]
-    return Story(simulate.render(sim, entry, problems, stated=True, wall=0.0))
+    return Story(output.render(sim, entry, problems, stated=True, wall=0.0))
 
 
 # -- the checks: one per kind of claim ------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The startup window's rules that the mutation runner showed no test held (issue 35).
 
 Each test runs the real coordinator through `cli.main` (the `Scenario` helper) against the fake
-GitHub, and states one rule of `sequence/startup.py`: what the window's expiry reports, when a
+GitHub, and states one rule of `action/sequence/startup.py`: what the window's expiry reports, when a
 zombie run is named as one, how much of the window a quota pause says is left, that a wrong
 job fails at the first read, and that a run found by run-name is listed again at the next poll.
 """
@@ -12,11 +12,12 @@ import re
 
 import pytest
 
-from runner_queue_fallback import cli, timing
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.sim.model import Platform, Timings
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import SimulationRun, run_coordinator
+from runner_queue_fallback import cli
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github.model import Platform, Timings
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import SimulationRun, run_coordinator
 from tests.invariants import dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
 from tests.test_older_server import inputs as older_inputs

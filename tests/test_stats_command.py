@@ -18,9 +18,9 @@ from githubkit_schemas.v2026_03_10.models import (
 )
 
 from runner_queue_fallback.cli import main
-from runner_queue_fallback.sim import FakeGitHub, Reply, SimAdapter
-from runner_queue_fallback.stats.history import request_budget
-from runner_queue_fallback.stats.report import MINUTES
+from runner_queue_fallback.fake_github import FakeGitHub, Reply, SimAdapter
+from runner_queue_fallback.tools.stats.history import request_budget
+from runner_queue_fallback.tools.stats.report import MINUTES
 from tests.stats_support import (
     CPU8,
     CPU16,

@@ -1,8 +1,9 @@
 """`stats` on history as GitHub serves it, and the history file that lets it run offline.
 
 The listings over 1,000 runs, the re-run carry-forwards and the jobs shown `queued` although they
-ran are all served by the stateful fake GitHub (`sim/history.py`, `sim/world.py`), read through
-the composition root; the history file round trip and its refusals go through it too.
+ran are all served by the stateful fake GitHub (`fake_github/history.py`,
+`fake_github/world.py`), read through the composition root; the history file round trip and its
+refusals go through it too.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import jsonschema  # type: ignore[import-untyped]  # no stubs; only validates a 
 import pytest
 
 from runner_queue_fallback.cli import main
-from runner_queue_fallback.sim.world import LISTING_CAP
-from runner_queue_fallback.stats.history import request_budget
-from runner_queue_fallback.stats.history_file import QUEUE_DURATION
+from runner_queue_fallback.fake_github.world import LISTING_CAP
+from runner_queue_fallback.tools.stats.history import request_budget
+from runner_queue_fallback.tools.stats.history_file import QUEUE_DURATION
 from tests.stats_support import GROUP, history_world, run_stats, slow_first_spec
 from tests.test_sim_support import AUTH, REPO
 

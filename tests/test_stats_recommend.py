@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from runner_queue_fallback.cli import main
-from runner_queue_fallback.profiles import Candidate
-from runner_queue_fallback.stats.history import History
-from runner_queue_fallback.stats.recommend import PoolData, Step, evaluate, recommend
-from runner_queue_fallback.stats.report import Report
-from runner_queue_fallback.stats.survival import Observation, kaplan_meier
+from runner_queue_fallback.core.profiles import Candidate
+from runner_queue_fallback.tools.stats.history import History
+from runner_queue_fallback.tools.stats.recommend import PoolData, Step, evaluate, recommend
+from runner_queue_fallback.tools.stats.report import Report
+from runner_queue_fallback.tools.stats.survival import Observation, kaplan_meier
 from tests.stats_support import (
     CPU8,
     CPU16,

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
+from runner_queue_fallback.fake_github.history import Exponential, LogNormal
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.sim.history import Exponential, LogNormal
-from runner_queue_fallback.stats.history import Ending, read_history
-from runner_queue_fallback.stats.report import pool_data
-from runner_queue_fallback.stats.survival import Observation, Survival, kaplan_meier
+from runner_queue_fallback.tools.stats.history import Ending, read_history
+from runner_queue_fallback.tools.stats.report import pool_data
+from runner_queue_fallback.tools.stats.survival import Observation, Survival, kaplan_meier
 from tests.stats_support import CPU8, CPU16, history_world, slow_first_spec
 
 #: Stated tolerance: |KM - true CDF| at 1, 2, 5 and 10 minutes, with >= 150 children a pool.

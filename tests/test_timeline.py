@@ -13,9 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_queue_fallback.attempts import Attempt, Result
-from runner_queue_fallback.profiles import Candidate
-from runner_queue_fallback.timeline import (
+from runner_queue_fallback.action.attempts import Attempt, Result
+from runner_queue_fallback.action.timeline import (
     MAX_TICKS,
     Chart,
     chart,
@@ -23,6 +22,7 @@ from runner_queue_fallback.timeline import (
     mermaid,
     timeline,
 )
+from runner_queue_fallback.core.profiles import Candidate
 from tests.test_coordinator import FOREVER, Scenario
 
 _TASK = re.compile(

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.inputs import CHILD_INPUTS
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import PARENT_RUN_ID, SOURCE_REF, run_coordinator
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import CHILD_INPUTS
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SOURCE_REF, run_coordinator
 from tests.test_guard import cli_environ, dispatch_child, make_world
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -14,19 +14,19 @@ from collections.abc import Mapping
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.clock import FakeClock
-from runner_queue_fallback.errors import GitHubError
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import GitHubError
+from runner_queue_fallback.core.inputs import env_name
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import WORKER_TOKEN, Timings, Workload, fake_token
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.inputs import env_name
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import WORKER_TOKEN, Timings, Workload, fake_token
-from runner_queue_fallback.sim.reply import Reply
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.tools.simulate.capture import capture_stdout
+from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     SimulationRun,
-    capture_stdout,
     run_coordinator,
     standard_world,
 )
@@ -323,7 +323,7 @@ def test_deeply_nested_error_body_is_cut_not_raised():
 
 def test_unexpected_exception_still_cleans_up_and_publishes(monkeypatch: pytest.MonkeyPatch):
     """Any exception, not only the project's own, goes through cleanup and publishing."""
-    from runner_queue_fallback.sequence import queue  # noqa: PLC0415  # the phase to break
+    from runner_queue_fallback.action.sequence import queue  # noqa: PLC0415  # the phase to break
 
     def broken(*_args: object, **_kwargs: object) -> None:
         raise ZeroDivisionError("a bug")

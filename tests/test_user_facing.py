@@ -17,22 +17,22 @@ import pytest
 import yaml
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.attempts import Attempt, Result
-from runner_queue_fallback.clock import FakeClock
+from runner_queue_fallback.action.attempts import Attempt, Result
+from runner_queue_fallback.action.summary import timeline
 from runner_queue_fallback.commands.flags import INPUT_HELP
-from runner_queue_fallback.inputs import COORDINATOR_INPUTS, GUARD_INPUTS, env_name
-from runner_queue_fallback.profiles import Candidate
-from runner_queue_fallback.report import escape_mermaid
-from runner_queue_fallback.sim.faults import Fault
-from runner_queue_fallback.sim.model import Workload
-from runner_queue_fallback.sim.world import FakeGitHub
-from runner_queue_fallback.simulation import (
+from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS, GUARD_INPUTS, env_name
+from runner_queue_fallback.core.profiles import Candidate
+from runner_queue_fallback.core.report import escape_mermaid
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Workload
+from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import (
     SOURCE_REF,
     SimulationRun,
     run_coordinator,
     standard_world,
 )
-from runner_queue_fallback.summary import timeline
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = "nv-cpu-general"

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, TextIO
 
-from runner_queue_fallback.report import Reporter
+from runner_queue_fallback.core.report import Reporter
 
 if TYPE_CHECKING:
     import argparse
 
     import requests
 
-    from runner_queue_fallback.clock import Clock
+    from runner_queue_fallback.core.clock import Clock
+    from runner_queue_fallback.core.inputs import RunContext
     from runner_queue_fallback.github.client import GitHubClient
-    from runner_queue_fallback.inputs import RunContext
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Command", "Context", "Main"]
 

@@ -5,21 +5,21 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.cleanup import (
+from runner_queue_fallback.action.cleanup import (
     CleanupResult,
     cancel_and_confirm_all,
     observe_run,
     runs_left_by_main_step,
 )
+from runner_queue_fallback.action.observe import Observation
+from runner_queue_fallback.action.summary import LINK_SEPARATOR, RUN_LINK_ONLY, WORKER_LINK
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
-from runner_queue_fallback.errors import GitHubError, RQFError, UnexpectedError
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.errors import GitHubError, RQFError, UnexpectedError
+from runner_queue_fallback.core.inputs import env_name, read_run_context
+from runner_queue_fallback.core.report import Reporter, escape_markdown
 from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO
-from runner_queue_fallback.inputs import env_name, read_run_context
-from runner_queue_fallback.observe import Observation
-from runner_queue_fallback.report import Reporter, escape_markdown
-from runner_queue_fallback.summary import LINK_SEPARATOR, RUN_LINK_ONLY, WORKER_LINK
 
 __all__ = ["run"]
 

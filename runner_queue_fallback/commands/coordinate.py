@@ -8,15 +8,15 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from runner_queue_fallback.action.coordinator import Coordinator
+from runner_queue_fallback.action.outcome import outcome_of_exception, title
+from runner_queue_fallback.action.summary import publish
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
-from runner_queue_fallback.coordinator import Coordinator
-from runner_queue_fallback.errors import Interrupted, RQFError
-from runner_queue_fallback.inputs import read_coordinator_inputs, read_run_context
-from runner_queue_fallback.outcome import outcome_of_exception, title
-from runner_queue_fallback.plan import Plan, make_plan
-from runner_queue_fallback.profiles import load_profiles
-from runner_queue_fallback.report import Reporter
-from runner_queue_fallback.summary import publish
+from runner_queue_fallback.core.errors import Interrupted, RQFError
+from runner_queue_fallback.core.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.tools.plan import Plan, make_plan
 
 __all__ = ["run", "signals_interrupt"]
 

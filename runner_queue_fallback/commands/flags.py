@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from runner_queue_fallback.inputs import COORDINATOR_INPUTS
+from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS
 
 __all__ = ["INPUT_HELP", "add_input_flags", "input_flags"]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from runner_queue_fallback.action.guard import Guard
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
-from runner_queue_fallback.errors import UnexpectedError
-from runner_queue_fallback.guard import Guard
-from runner_queue_fallback.inputs import env_name, read_guard_inputs, read_run_context
+from runner_queue_fallback.core.errors import UnexpectedError
+from runner_queue_fallback.core.inputs import env_name, read_guard_inputs, read_run_context
 
 __all__ = ["run"]
 

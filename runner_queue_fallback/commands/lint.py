@@ -1,11 +1,11 @@
-"""`lint`: check a consumer's coordinator workflow and its child (the rules live in `lint/`)."""
+"""`lint`: check a consumer's coordinator workflow and its child (the rules live in `tools/lint/`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from runner_queue_fallback import lint
 from runner_queue_fallback.commands import Context
+from runner_queue_fallback.tools import lint
 
 __all__ = ["add_arguments", "run"]
 

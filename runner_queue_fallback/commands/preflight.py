@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 
-from runner_queue_fallback import preflight
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.commands.flags import add_input_flags, input_flags
-from runner_queue_fallback.inputs import env_name, read_coordinator_inputs, read_run_context
-from runner_queue_fallback.profiles import load_profiles
+from runner_queue_fallback.core.inputs import env_name, read_coordinator_inputs, read_run_context
+from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.tools import preflight
 
 __all__ = ["add_arguments", "run"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from runner_queue_fallback import simulate
 from runner_queue_fallback.commands import Context
 from runner_queue_fallback.commands.flags import add_input_flags, input_flags
+from runner_queue_fallback.tools.simulate import run as simulate
 
 __all__ = ["add_arguments", "run"]
 

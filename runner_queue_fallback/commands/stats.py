@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from runner_queue_fallback.commands import Context
-from runner_queue_fallback.stats import command
+from runner_queue_fallback.tools.stats import run as command
 
 __all__ = ["add_arguments", "run"]
 

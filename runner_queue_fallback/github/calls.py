@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import Clock, elapsed
-from runner_queue_fallback.errors import (
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import Clock, elapsed
+from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
     GitHubAPIError,
     RateLimited,

@@ -14,8 +14,8 @@ from collections.abc import Callable, Generator, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import Clock
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.github.calls import Calls
 from runner_queue_fallback.github.listing import Listing
 from runner_queue_fallback.github.models import (

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Final
 from urllib.parse import quote, urlsplit
 
-from runner_queue_fallback.errors import TransportError
+from runner_queue_fallback.core.errors import TransportError
 from runner_queue_fallback.github.calls import Calls
 from runner_queue_fallback.github.models import WorkflowRun, WorkflowRunList
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
-from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import QuotaSpent
+from runner_queue_fallback.core.clock import Clock
+from runner_queue_fallback.core.errors import QuotaSpent
 from runner_queue_fallback.github.models import RateLimitOverview
 from runner_queue_fallback.github.retry import (
     DEADLINE_WINDOW,

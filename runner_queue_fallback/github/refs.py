@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from runner_queue_fallback.errors import TransportError
+from runner_queue_fallback.core.errors import TransportError
 from runner_queue_fallback.github.calls import Calls
 from runner_queue_fallback.github.models import ContentFile, GitRef, GitTag
 

@@ -33,9 +33,9 @@ from tenacity import RetryCallState, Retrying, retry_if_exception
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from runner_queue_fallback import timing
-from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import (
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import Clock
+from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
     GitHubAPIError,
     QuotaSpent,

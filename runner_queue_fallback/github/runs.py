@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
-from runner_queue_fallback.errors import (
+from runner_queue_fallback.core.errors import (
     CancelRefused,
     DispatchAmbiguous,
     GitHubAPIError,

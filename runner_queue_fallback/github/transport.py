@@ -20,8 +20,8 @@ from urllib.parse import quote, urlencode
 import requests
 from pydantic import BaseModel, ValidationError
 
-from runner_queue_fallback.clock import Clock
-from runner_queue_fallback.errors import (
+from runner_queue_fallback.core.clock import Clock
+from runner_queue_fallback.core.errors import (
     Conflict,
     GitHubAPIError,
     GitHubError,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, Literal
 
-from runner_queue_fallback.errors import GitHubAPIError
+from runner_queue_fallback.core.errors import GitHubAPIError
 
 __all__ = [
     "API_VERSION_CHOICES",

@@ -1,0 +1,1 @@
+"""The action's own steps: `coordinate` (the fallback sequence), `guard`, `cleanup`."""

@@ -1,0 +1,255 @@
+"""The fallback sequence: one child at a time, pool after pool, until a runner takes it.
+
+    parent check -> the job's end (its timeout-minutes, read once) -> for each candidate:
+        admission (API quota for one candidate, else wait for the reset) -> preflight (source
+        ref, workflow definition) -> after a wait for quota, the candidate must fit in what is
+        left of the job -> dispatch once -> startup window (identity)
+        -> queued (polls, one lands on the deadline; a spent quota is waited out)
+            -> deadline: fresh read, cancel, prove nothing ran (5 s polls in a 2-minute window)
+               -> next candidate
+            -> runner or step seen: no more fallback -> wait for the result (execution timeout)
+
+Each phase lives in its own module under `action/sequence/`; this one runs them in order and owns the
+exits: every exit leaves the active child confirmed over, or names it as unconfirmed.
+"""
+
+from __future__ import annotations
+
+import random
+import secrets
+import traceback
+from collections.abc import Callable
+
+from runner_queue_fallback.action.attempts import Attempt, Result
+from runner_queue_fallback.action.cleanup import CleanupResult, cancel_and_confirm_all
+from runner_queue_fallback.action.observe import Observation
+from runner_queue_fallback.action.parent import check_parent
+from runner_queue_fallback.action.sequence import (
+    admission as quota,
+)
+from runner_queue_fallback.action.sequence import (
+    cancellation,
+    dispatch,
+    execution,
+    job_time,
+    queue,
+    startup,
+)
+from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.clock import Clock
+from runner_queue_fallback.core.errors import (
+    Cancelled,
+    Interrupted,
+    QueuesExhausted,
+    RateLimited,
+    RQFError,
+    SequenceError,
+    UnexpectedError,
+)
+from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
+from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.core.request_id import RequestId
+from runner_queue_fallback.github.client import GitHubClient
+
+__all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
+
+
+#: At most this many waits for a spent quota before one dispatch (each also counts against
+#: admission-timeout-minutes, which normally ends the waiting first).
+_ADMISSION_ROUNDS = 12
+#: An attempt's outcome while its child may still be running; once a cleanup proves the child
+#: over, the attempt reads as the child ended (issue 31: a cancelled child was listed `queued`).
+_IN_FLIGHT = frozenset({"dispatched", "queued", "runner allocated"})
+
+
+class Coordinator:
+    """Runs the fallback sequence for validated inputs against one repository."""
+
+    def __init__(
+        self,
+        inputs: CoordinatorInputs,
+        run: RunContext,
+        client: GitHubClient,
+        clock: Clock,
+        reporter: Reporter,
+        *,
+        make_token: Callable[[], str] = lambda: secrets.token_hex(4),
+        rng: random.Random | None = None,
+    ) -> None:
+        """Wire the sequence to its client, clock, reporter and random source (admission spread)."""
+        spread = rng or random.Random()  # spreads waits; not a secret
+        self.seq = Sequence(inputs, run, client, clock, reporter, spread)
+        self.seq.result.candidates = list(inputs.pools.candidates)
+        self.make_token = make_token
+        self._parent_confirmed = False
+        self._started = clock.monotonic()  # this step's start: the job's end is counted from it
+        self._job_end_read = False
+
+    @property
+    def result(self) -> Result:
+        """What happened so far: the attempts, the error, the cleanup."""
+        return self.seq.result
+
+    def run(self) -> Result:
+        """Run the whole sequence; never raises (an error of any type is recorded in the result).
+
+        Every error, ours or not, goes through the same cleanup (cancel and confirm the active
+        child) so that the caller can publish the outputs, the summary and one annotation.
+        """
+        clock = self.seq.clock
+        try:
+            self._sequence()
+            # Followed to its result: the post step has no run bearing its run-name to list.
+            self.seq.report.save_state("child-found-by-name", "")
+        except Interrupted as exc:
+            self.result.error = Cancelled(str(exc))
+            deadline = clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
+            dispatch.find_interrupted_dispatch(self.seq, deadline)
+            self._clean_up_safely(window=max(0.0, deadline - clock.monotonic()))
+        except Exception as exc:  # noqa: BLE001  # invariant 10: no exception skips the cleanup
+            self.result.error = exc if isinstance(exc, RQFError) else self._unexpected(exc)
+            try:
+                # After an error the cleanup may wait for a spent quota to reset (a departure).
+                self._clean_up_safely(
+                    window=timing.CANCEL_WINDOW_SECONDS, reset_budget=timing.RESET_WAIT_MAX_SECONDS
+                )
+            except Interrupted as signal:
+                # The runner cancelled the step while an error was being cleaned up: start the
+                # cleanup again within the signal's grace, so the result is still published.
+                self.seq.report.log(f"{signal} during the cleanup; cleaning up within the grace")
+                self._clean_up_safely(window=timing.SIGNAL_CLEANUP_BUDGET_SECONDS)
+        self.result.api_version = self.seq.client.version
+        return self.result
+
+    def _unexpected(self, exc: Exception) -> UnexpectedError:
+        """Record a foreign exception as an error; its traceback goes to the log, for the report."""
+        with self.seq.report.group(f"Traceback of the unexpected {type(exc).__name__}"):
+            for line in "".join(traceback.format_exception(exc)).splitlines():
+                self.seq.report.log(line)
+        return UnexpectedError("the fallback sequence", exc)
+
+    def _sequence(self) -> None:
+        seq = self.seq
+        candidates = seq.inputs.pools.candidates
+        for number, candidate in enumerate(candidates, start=1):
+            attempt = Attempt(number, candidate, self._request_id(number))
+            self.result.attempts.append(attempt)
+            with seq.report.group(f"Candidate {number}/{len(candidates)}: {candidate.pool_text}"):
+                over = self._try(attempt)
+                attempt.ended_at = seq.clock.monotonic()
+                if over:
+                    return
+        raise QueuesExhausted(
+            f"all {len(candidates)} queue(s) exhausted: no runner was acquired in any candidate pool"
+        )
+
+    def _try(self, attempt: Attempt) -> bool:
+        """Run one candidate; True when the sequence is over, False to fall back."""
+        self._admitted(attempt)
+        job_time.check_dispatch(self.seq, attempt)  # after a quota wait: fit in the job, or stop
+        dispatch.dispatch(self.seq, attempt)
+        in_queue = self._wait_in_queue(attempt, startup.wait_for_startup(self.seq, attempt))
+        if in_queue is None:
+            queue.wait_for_reset(self.seq, attempt)
+            at_deadline, window = queue.read_at_deadline(self.seq, attempt)
+            if not (at_deadline.has_evidence or at_deadline.finished):
+                cancellation.cancel_and_prove(self.seq, attempt, window)
+                return False
+            in_queue = at_deadline
+        self._wait_for_result(attempt, in_queue)
+        return True
+
+    def _admitted(self, attempt: Attempt) -> None:
+        """The reads before a dispatch (the parent check before the first), with admission.
+
+        No child exists yet: a read refused because the quota is spent is one more admission
+        wait (until the reset, within admission-timeout-minutes), not the end of the sequence.
+        Each refusal costs a wait, so the rounds are bounded by the admission budget; the bound
+        below only guards against a server that keeps refusing with a reset already past.
+        """
+        seq = self.seq
+        for _ in range(_ADMISSION_ROUNDS):
+            try:
+                if not self._parent_confirmed:  # its grace is never renewed once it held
+                    ctx = seq.ctx
+                    check_parent(seq.client, seq.clock, ctx.run_id, ctx.run_attempt, seq.report.log)
+                    seq.report.log(f"Parent run {ctx.run_id} attempt {ctx.run_attempt} is active")
+                    self._parent_confirmed = True
+                if not self._job_end_read:  # once; a spent quota waits for its reset and asks again
+                    job_time.read_job_end(seq, self._started)
+                    self._job_end_read = True
+                quota.admit(seq, attempt)
+                dispatch.preflight(seq, attempt)
+            except RateLimited as exc:
+                if exc.basis != "reset":  # a secondary limit: the spec's rule decides
+                    raise
+                seq.report.log(f"Before dispatching candidate {attempt.number}: {exc}")
+                quota.admit(seq, attempt)  # it said 0 left: wait for the reset, or fail here
+            else:
+                return
+        raise SequenceError(
+            f"the API quota was still refused after {_ADMISSION_ROUNDS} waits for its reset; no "
+            f"child was dispatched for candidate {attempt.number}"
+        )
+
+    def _request_id(self, number: int) -> str:
+        ctx = self.seq.ctx
+        return str(RequestId(ctx.run_id, ctx.run_attempt, number, self.make_token()))
+
+    # The two waits are methods so that the bench's baseline can swap in the original's polling.
+
+    def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Observation | None:
+        return queue.wait_in_queue(self.seq, attempt, observation)
+
+    def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
+        execution.wait_for_result(self.seq, attempt, observation)
+
+    def _clean_up_safely(self, window: float, reset_budget: float = 0.0) -> None:
+        """`_clean_up`; if the cleanup itself fails unexpectedly, name the child it left."""
+        try:
+            self._clean_up(window, reset_budget)
+        except Exception as exc:  # noqa: BLE001  # the result must still be published
+            active = self.seq.active
+            self.seq.report.log(f"The cleanup failed: {type(exc).__name__}: {exc}")
+            if active is not None:
+                detail = f"the cleanup failed: {UnexpectedError('the cleanup', exc)}"
+                self.result.cleanup, *self.result.other_cleanups = (
+                    CleanupResult(run_id, confirmed=False, last=None, detail=detail)
+                    for run_id in (active, *self.seq.others)
+                )
+
+    def _clean_up(self, window: float, reset_budget: float = 0.0) -> None:
+        seq = self.seq
+        for attempt in self.result.attempts:  # a wait that ended by an error is still a wait
+            if attempt.queued_at is not None and attempt.queue_left_at is None:
+                attempt.queue_left_at = seq.clock.monotonic()
+            if attempt.dispatched_at is not None and attempt.ended_at is None:
+                attempt.ended_at = seq.clock.monotonic()
+        if seq.active is None:
+            return
+        # Runs bearing our request id besides the child (copies, found by run-name) go with it.
+        first, *others = cancel_and_confirm_all(
+            seq.client,
+            seq.clock,
+            [seq.active, *seq.others],
+            window=window,
+            reset_budget=reset_budget,
+            log=seq.report.log,
+        )
+        self.result.cleanup, self.result.other_cleanups = first, others
+        self._note_ended(first)
+        if all(result.confirmed for result in (first, *others)):
+            seq.active = None  # the post step has nothing left to read (state child-over)
+
+    def _note_ended(self, cleanup: CleanupResult) -> None:
+        """A child the cleanup proved over is listed as it ended, not as it was last seen."""
+        last = cleanup.last
+        if not cleanup.confirmed or last is None:
+            return
+        job = last.job
+        for attempt in self.result.attempts:
+            if attempt.run_id == cleanup.run_id and attempt.outcome in _IN_FLIGHT:
+                attempt.outcome = (
+                    f"run {last.run.conclusion}, worker {job.conclusion if job else 'missing'}"
+                )

@@ -1,0 +1,83 @@
+"""The one word a gate reads (the `outcome` output): how the coordinator's step ended.
+
+Branch protection and later jobs see only a red step; this word tells "never got a runner" from
+"the worker failed". It is derived from the ledger and the type of the error that ended the
+sequence, never from a message. The same word leads the step summary's headline and the title
+of the error annotation, so the checks list reads `no-runner: never got a runner`. Every word
+but `success` still fails the step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from runner_queue_fallback.core.errors import (
+    Cancelled,
+    Interrupted,
+    QueuesExhausted,
+    RQFError,
+    WorkerFailed,
+)
+
+if TYPE_CHECKING:  # light at import: `lint` reads the words, and never a Result
+    from runner_queue_fallback.action.attempts import Result
+
+__all__ = [
+    "CANCELLED",
+    "ERROR",
+    "FAILURE",
+    "NO_RUNNER",
+    "OUTCOMES",
+    "PHRASES",
+    "SUCCESS",
+    "outcome_of",
+    "outcome_of_exception",
+    "title",
+]
+
+SUCCESS = "success"
+FAILURE = "failure"
+NO_RUNNER = "no-runner"
+CANCELLED = "cancelled"
+ERROR = "error"
+#: Every value of the output, in the order the docs list them.
+OUTCOMES = (SUCCESS, FAILURE, NO_RUNNER, CANCELLED, ERROR)
+
+#: What each word means to a person reading the checks list.
+PHRASES = {
+    SUCCESS: "the worker succeeded",
+    FAILURE: "the worker ran and did not succeed",
+    NO_RUNNER: "never got a runner",
+    CANCELLED: "the workflow run was cancelled",
+    ERROR: "stopped by an error",
+}
+
+
+def outcome_of(result: Result) -> str:
+    """The word for a sequence that ran: its success, else the type of the error that ended it.
+
+    `failure` needs a worker that ran: a step of its job seen started. A child that outlived its
+    execution timeout without one (a job GitHub re-queued and never ran) is an `error`.
+    """
+    if result.success:
+        return SUCCESS
+    error = result.error
+    if isinstance(error, Cancelled):
+        return CANCELLED
+    if isinstance(error, QueuesExhausted):
+        return NO_RUNNER
+    last = result.last
+    if isinstance(error, WorkerFailed) and last is not None and last.step_started:
+        return FAILURE
+    return ERROR
+
+
+def outcome_of_exception(exc: BaseException) -> str:
+    """The word for a step ended before the sequence could report: a signal, or an error."""
+    return CANCELLED if isinstance(exc, Interrupted | KeyboardInterrupt) else ERROR
+
+
+def title(word: str, error: RQFError | None = None) -> str:
+    """The error annotation's title: the word, then its phrase (an error's own title for `error`)."""
+    phrase = error.title if word == ERROR and error is not None else PHRASES[word]
+    return f"{word}: {phrase}"

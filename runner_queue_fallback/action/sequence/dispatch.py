@@ -1,0 +1,206 @@
+"""Before and at dispatch: the checks that gate it, the one POST, and a lost reply's recovery.
+
+"The workflow-definition SHA is checked for each dispatch." "Dispatch POSTs are never retried; ...
+an ambiguous response is recovered by the unique run-name for cancellation, never by dispatching a
+duplicate."
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from runner_queue_fallback.action.attempts import REFUSED, Attempt
+from runner_queue_fallback.action.cleanup import RunNameSearch
+from runner_queue_fallback.action.observe import Expected
+from runner_queue_fallback.action.sequence import run_name
+from runner_queue_fallback.action.sequence.child_workflow import read_definition
+from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.errors import (
+    DeadlineExceeded,
+    DispatchAmbiguous,
+    GitHubAPIError,
+    GitHubError,
+    QuotaSpent,
+    SequenceError,
+)
+from runner_queue_fallback.github.retry import Patience
+
+__all__ = ["dispatch", "find_interrupted_dispatch", "preflight"]
+
+
+def preflight(seq: Sequence, attempt: Attempt) -> None:
+    """Source still at source-sha; workflow definition unchanged since the first dispatch."""
+    if attempt.number > 1:
+        seq.check_parent_still_active()
+    seq.check_source()
+    seq.commit, blob = read_definition(seq)  # before the first dispatch: the child's rules too
+    if seq.definition_sha is None:
+        seq.definition_sha = blob
+    elif blob != seq.definition_sha:
+        raise SequenceError(
+            f"workflow definition {seq.expected_path} at {seq.inputs.workflow_ref!r} changed "
+            f"during the sequence: expected blob {seq.definition_sha}, observed {blob}. Keep "
+            "workflow-ref stable (a protected tag avoids this)"
+        )
+
+
+def dispatch(seq: Sequence, attempt: Attempt) -> None:
+    """Send the one dispatch POST of this candidate; its run becomes the active child."""
+    # The child must run the very commit whose definition the preflight just compared.
+    seq.expected = Expected(attempt.request_id, seq.expected_path, seq.commit)
+    inputs = {
+        "request-id": attempt.request_id,
+        "parent-run-id": str(seq.ctx.run_id),
+        "parent-run-attempt": str(seq.ctx.run_attempt),
+        "source-ref": seq.inputs.source_ref,
+        "source-sha": seq.inputs.source_sha,
+        "runner": attempt.candidate.runner_json(),
+        "workload": seq.inputs.workload,
+    }
+    seq.report.save_state("request-id", attempt.request_id)
+    seq.report.save_state("dispatched-at", seq.clock.now().isoformat())
+    seq.report.save_state("api-version", seq.client.version)  # the post step speaks the same
+    attempt.dispatched_at = seq.clock.monotonic()
+    seq.waited_at_dispatch = seq.client.stats.quota_waited
+    seq.in_flight = attempt
+    try:
+        reply = seq.client.dispatch_workflow(seq.inputs.workflow, seq.inputs.workflow_ref, inputs)
+    except DispatchAmbiguous as exc:
+        attempt.outcome = "dispatch reply lost"
+        seq.report.warning(str(exc), title="Ambiguous dispatch")
+        _recover_lost_dispatch(seq, attempt)
+    except GitHubAPIError:
+        # A definite refusal (4xx, never 408: that one is ambiguous): no run was created, so
+        # neither this step nor the post step has anything to look for or clean up.
+        seq.in_flight = None
+        attempt.outcome = REFUSED
+        seq.report.save_state("refused-request-id", attempt.request_id)
+        raise
+    if reply is None:  # the older contract: accepted, run unknown (run_name.py)
+        seq.report.save_state("api-version", seq.client.version)  # a 204 may have moved it
+        run_name.find_dispatched_run(seq, attempt)
+        assert attempt.run_url is not None  # noqa: S101  # found, or the search raised
+        url = attempt.run_url
+    else:
+        seq.set_active(attempt, reply.workflow_run_id, reply.html_url)
+        url = reply.html_url
+    attempt.outcome = "dispatched"
+    seq.report.notice(
+        f"Child {attempt.request_id} dispatched to {attempt.candidate.pool_text}: {url}",
+        title=f"Candidate {attempt.number}",
+    )
+
+
+def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
+    """A signal came while a dispatch was in flight: find its runs by run-name before `deadline`.
+
+    The POST may have created the run; without its id nothing would cancel it. Once a listing
+    shows runs bearing the request id, what is left of the grace cancels and confirms every one
+    of them. The post step, which follows every signal, lists again for 2 minutes: a listing
+    that lags cannot hide the real child behind a copy.
+    """
+    attempt = seq.in_flight
+    if attempt is None:
+        return
+    search = run_name.named_search(seq, attempt)
+    while True:
+        try:
+            _sweep(seq, attempt, search, deadline, cancel_now=False)  # the cleanup comes next
+        except DeadlineExceeded as exc:  # a quota or a rate limit asks for more than the grace:
+            seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+            break  # the signal's grace keeps its limit, and a refused listing is not re-sent
+        if search.found:
+            break
+        # The grace is short: wait half of what is left, so one more look and its reply fit.
+        wait = min(timing.STARTUP_POLL_SECONDS, (deadline - seq.clock.monotonic()) / 2)
+        if wait < 1.0:
+            break
+        seq.clock.sleep(wait)
+    if search.found:
+        seq.report.log(f"The step was cancelled during the dispatch: {_named(search)}")
+        return
+    seq.report.warning(
+        f"the step was cancelled while child {attempt.request_id} was being dispatched, and "
+        f"no run with run-name {attempt.request_id} appeared within the signal grace; if one "
+        "appears later, cancel it",
+        title="Child run not found",
+    )
+
+
+def _sweep(
+    seq: Sequence, attempt: Attempt, search: RunNameSearch, deadline: float, *, cancel_now: bool
+) -> None:
+    """One listing by run-name; each new run is handed to the cleanup (and cancelled at once).
+
+    The run created first becomes the active child; every other one is cancelled and confirmed
+    with it (a run bearing our request id that we did not dispatch is a copy).
+    """
+    try:
+        new = search.look(deadline)
+    except QuotaSpent:
+        raise  # the caller decides whether to pause for the reset
+    except GitHubError as exc:
+        if isinstance(exc, DeadlineExceeded) and not cancel_now:
+            raise  # the signal's grace: a wait beyond what is left of it ends the search
+        seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
+        return
+    if cancel_now:
+        search.cancel(new, deadline, seq.report.log)
+    if not new:
+        return
+    first, *rest = search.ordered
+    if first.id != seq.active:
+        later = seq.active  # an earlier run was listed late: the one held so far is a copy
+        seq.set_active(attempt, first.id, first.html_url, by_name=True)
+        if later is not None:
+            seq.add_other(later)
+    for run in rest:
+        seq.add_other(run.id)
+    if rest:
+        seq.report.warning(
+            f"{len(search.found)} runs bear run-name {attempt.request_id}: "
+            f"{', '.join(str(run.id) for run in search.ordered)}; every one but the run created "
+            "first was dispatched by someone else. All are cancelled",
+            title="Run-name not unique",
+        )
+
+
+def _named(search: RunNameSearch) -> str:
+    """Which runs bearing the request id were found (and are cancelled)."""
+    runs = search.ordered
+    if len(runs) == 1:
+        return f"run {runs[0].id} with run-name {search.run_name} was found and is cancelled"
+    ids = ", ".join(str(run.id) for run in runs)
+    return (
+        f"runs {ids} bear run-name {search.run_name} (run {runs[0].id} was created first; any "
+        "other is a copy someone else dispatched): all were found and are cancelled"
+    )
+
+
+def _recover_lost_dispatch(seq: Sequence, attempt: Attempt) -> NoReturn:
+    """Find every run by its unique run-name, cancel them, and stop: never re-dispatch.
+
+    The listing goes on to the end of the startup window, each run cancelled as it is listed.
+    A run may exist: a spent quota pauses the window (nothing is sent before the reset), which
+    then goes on for the time it had left.
+    """
+    assert attempt.dispatched_at is not None  # noqa: S101  # set just before dispatch
+    seq.client.patience = Patience.CHILD_EXISTS  # a run may exist: never abandoned to the quota
+    window = seq.startup_window(attempt)
+    search = run_name.named_search(seq, attempt)
+    while seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= window():
+        seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
+        # A listing the spent quota stopped is sent again at its reset.
+        seq.through_quota(
+            lambda: _sweep(seq, attempt, search, window(), cancel_now=True),
+            lambda: run_name.search_paused(seq, attempt, window()),
+        )
+    if search.found:
+        raise SequenceError(
+            f"the dispatch reply was lost; {_named(search)}; no other pool is tried"
+        )
+    raise SequenceError(
+        f"the dispatch reply was lost and no run with run-name {attempt.request_id} appeared "
+        "within 2 minutes; if one appears later, cancel it; no other pool is tried"
+    )

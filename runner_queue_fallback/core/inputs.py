@@ -1,0 +1,601 @@
+"""The action inputs, read the way a container action receives them, with every rule of the spec.
+
+A Docker action gets each input as `INPUT_<NAME>` with the name upper-cased and hyphens kept
+(`INPUT_SOURCE-REF`); a blank value means the input was omitted. Every error names the input as
+spelled in action.yml, shows what was given (never the token) and what is allowed.
+
+Long (601 lines) because every input rule of the specification, with its error text and
+suggestions, validated in one model so errors are collected per input.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping
+from typing import Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, SecretStr
+
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.errors import InputError, InputErrors
+from runner_queue_fallback.core.hosted import hosted_candidate, hosted_problem
+from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
+from runner_queue_fallback.core.overrides import parse_json, resolve_runners
+from runner_queue_fallback.core.profiles import Candidate, Profile
+from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
+
+__all__ = [
+    "CHILD_INPUTS",
+    "COORDINATOR_INPUTS",
+    "FULL_SHA",
+    "GUARD_INPUTS",
+    "OTHER_RULES",
+    "CoordinatorInputs",
+    "GuardInputs",
+    "InputErrors",
+    "PoolSettings",
+    "RunContext",
+    "closest",
+    "env_name",
+    "read_coordinator_inputs",
+    "read_guard_inputs",
+    "read_pool_settings",
+    "read_run_context",
+    "valid_ref_name",
+    "whole_number",
+]
+
+#: The inputs the coordinator dispatches, in the order the child workflow declares them.
+CHILD_INPUTS = (
+    "request-id",
+    "parent-run-id",
+    "parent-run-attempt",
+    "source-ref",
+    "source-sha",
+    "runner",
+    "workload",
+)
+
+QueuePolicy = Literal["standard", "extended"]
+SourcePolicy = Literal["current", "pinned-after-start"]
+
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+_SOURCE_REF = re.compile(r"^refs/(heads/\S+|tags/\S+|pull/\d+/(merge|head))$")
+_WORKFLOW_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.ya?ml$")
+#: float() alone also takes '1_0', full-width digits and 'inf'
+_DECIMAL = re.compile(r"^[0-9]{1,4}(\.[0-9]{1,6})?$")
+
+#: The dispatch inputs payload is limited to 65,535 characters; leave room for the other six.
+_WORKLOAD_MAX_CHARS = 60_000
+
+T = TypeVar("T")
+S = TypeVar("S", bound=str)
+
+
+def env_name(name: str) -> str:
+    """The environment variable the runner sets for input `name` (hyphens kept)."""
+    return "INPUT_" + name.replace(" ", "_").upper()
+
+
+def _raw(environ: Mapping[str, str], name: str) -> str | None:
+    """The input's value, or None when omitted or blank (the underscore spelling is a fallback)."""
+    for key in (env_name(name), env_name(name).replace("-", "_")):
+        value = environ.get(key)
+        if value is not None and value.strip():
+            return value.strip()
+    return None
+
+
+class PoolSettings(BaseModel):
+    """What decides where the child may run and for how long: the inputs `plan` needs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    runner_type: str
+    profile: Profile
+    queue_policy: QueuePolicy
+    queue_timeout_minutes: float | None
+    execution_timeout_minutes: int
+    candidates: tuple[Candidate, ...]
+    overridden: bool
+    #: the total a sequence may wait for API quota before its dispatches (0: not at all)
+    admission_timeout_minutes: int = timing.DEFAULT_ADMISSION_MINUTES
+
+
+class CoordinatorInputs(BaseModel):
+    """Every coordinator input, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    workflow: str
+    workflow_ref: str
+    source_ref: str
+    source_sha: str
+    pools: PoolSettings
+    workload: str
+    source_policy: SourcePolicy
+    token: SecretStr
+    #: `auto` (detect on the first reply), `2026-03-10` or `2022-11-28`
+    api_version: ApiVersionSetting = AUTO
+
+
+class GuardInputs(BaseModel):
+    """Every guard input, validated."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    request_id: str
+    parent_run_id: int
+    parent_run_attempt: int
+    source_ref: str
+    source_sha: str
+    #: the coordinator workflow file names the parent run may be a run of (empty: not checked)
+    coordinator_workflows: tuple[str, ...] = ()
+    #: the full ref the parent's workflow must run from, such as refs/heads/main (empty: not checked)
+    coordinator_ref: str = ""
+    token: SecretStr
+    api_version: ApiVersionSetting = AUTO
+
+
+class RunContext(BaseModel):
+    """What the runner tells every step about the run it is in."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    repository: str
+    run_id: int
+    run_attempt: int
+    api_url: str
+    server_url: str
+    #: what tells the coordinator when its job ends (`action/sequence/job_time.py`); "" when not set.
+    #: Never an input error: a value that cannot be used only means the job's end is unknown.
+    #: GITHUB_WORKFLOW_REF: `owner/repo/.github/workflows/x.yml@ref`, the file of this run
+    workflow_ref: str = ""
+    #: GITHUB_WORKFLOW_SHA: the commit that file is read at (the ref may have moved since)
+    workflow_sha: str = ""
+    #: GITHUB_JOB: the job's key in that file (not its displayed name)
+    job: str = ""
+    #: RUNNER_NAME: tells this job from the others of the run attempt
+    runner_name: str = ""
+
+
+class _Reader:
+    """Reads inputs one by one and collects every error instead of stopping at the first."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self.environ = environ
+        self.errors: list[InputError] = []
+
+    def get(self, name: str, parse: Callable[[str, str], T], default: T, *, required: bool) -> T:
+        raw = _raw(self.environ, name)
+        if raw is None:
+            if required:
+                self.errors.append(InputError(name, "is required and was not supplied"))
+            return default
+        try:
+            return parse(name, raw)
+        except InputError as error:
+            self.errors.append(error)
+            return default
+
+    def done(self) -> None:
+        if self.errors:
+            raise InputErrors(self.errors)
+
+
+def closest(given: str, options: Iterable[str]) -> str | None:
+    """The option a typo most likely meant (`gpuu` -> `gpu`, `pinned` -> `pinned-after-start`)."""
+    typed, choices = given.strip().lower(), list(options)
+    started = [option for option in choices if typed and option.startswith(typed)]
+    if len(started) == 1:
+        return started[0]
+    found = difflib.get_close_matches(typed, choices, n=1)
+    return found[0] if found else None
+
+
+def _choice(options: tuple[S, ...]) -> Callable[[str, str], S]:
+    def parse(name: str, raw: str) -> S:
+        for option in options:
+            if raw == option:
+                return option
+        raise InputError(
+            name,
+            "is not one of the allowed values",
+            given=raw,
+            allowed=", ".join(options),
+            suggestion=closest(raw, options),
+        )
+
+    return parse
+
+
+def _out_of_range(name: str, raw: str, value: float, allowed: str, unit: str) -> InputError:
+    """A number outside its range says the range; anything else says what a value must be."""
+    if math.isnan(value):
+        return InputError(name, f"must be {unit}", given=raw, allowed=allowed)
+    return InputError(name, "is out of range", given=raw, allowed=allowed)
+
+
+def _minutes(name: str, raw: str) -> float:
+    """A queue deadline in minutes: a number from 1 to 60 (plain ASCII, like '10' or '2.5')."""
+    value = float(raw) if _DECIMAL.match(raw) else math.nan
+    if not (timing.QUEUE_MINUTES_MIN <= value <= timing.QUEUE_MINUTES_MAX):
+        raise _out_of_range(name, raw, value, "1 to 60", "a number of minutes")
+    return value
+
+
+def whole_number(raw: str, max_digits: int) -> int | None:
+    """A plain ASCII whole number (`str.isdigit` alone also accepts digits like '²'), else None."""
+    if raw.isascii() and raw.isdigit() and len(raw) <= max_digits:
+        return int(raw)
+    return None
+
+
+def _execution_minutes(name: str, raw: str) -> int:
+    value = whole_number(raw, 6)
+    if value is None or not (1 <= value <= timing.EXECUTION_MINUTES_MAX):
+        seen = math.nan if value is None else value
+        allowed = f"1 to {timing.EXECUTION_MINUTES_MAX}"
+        raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
+    return value
+
+
+def _admission_minutes(name: str, raw: str) -> int:
+    value = whole_number(raw, 6)
+    if value is None or value > timing.ADMISSION_MINUTES_MAX:
+        seen = math.nan if value is None else value
+        allowed = f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}"
+        raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
+    return value
+
+
+def _positive_int(name: str, raw: str) -> int:
+    value = whole_number(raw, 19)
+    if value is None or value < 1:
+        raise InputError(name, "must be a positive whole number", given=raw, allowed="1, 2, 3, ...")
+    return value
+
+
+def _sha(name: str, raw: str) -> str:
+    if not FULL_SHA.match(raw.lower()):
+        raise InputError(
+            name, "must be a full commit SHA", given=raw, allowed="40 hexadecimal characters"
+        )
+    return raw.lower()
+
+
+def valid_ref_name(ref: str) -> bool:
+    r"""Whether `ref` is a valid full ref name by `git check-ref-format`'s rules.
+
+    No component may start with `.` or end with `.lock`; no `..`, `//`, `@{`, ASCII control
+    character, space or any of `~^:?*[\`; the name neither starts nor ends with `/`, nor ends
+    with `.`, and is not `@`. Ref: https://git-scm.com/docs/git-check-ref-format
+    """
+    if ref == "@" or ref.startswith("/") or ref.endswith(("/", ".")):
+        return False
+    if any(bad in ref for bad in ("..", "//", "@{")):
+        return False
+    if any(ord(ch) < 0x20 or ord(ch) == 0x7F or ch in " ~^:?*[\\" for ch in ref):
+        return False
+    return all(
+        part and not part.startswith(".") and not part.endswith(".lock") for part in ref.split("/")
+    )
+
+
+def _source_ref(name: str, raw: str) -> str:
+    if not (_SOURCE_REF.match(raw) and valid_ref_name(raw)):
+        raise InputError(
+            name,
+            "must be a full ref",
+            given=raw,
+            allowed="refs/heads/<branch>, refs/tags/<tag>, refs/pull/<n>/merge or refs/pull/<n>/head",
+        )
+    return raw
+
+
+def _branch_or_tag_ref(name: str, raw: str) -> str:
+    """A full branch or tag ref (what a workflow run's ref looks like), by git's rules."""
+    if not (raw.startswith(("refs/heads/", "refs/tags/")) and valid_ref_name(raw)):
+        raise InputError(
+            name,
+            "must be a full branch or tag ref",
+            given=raw,
+            allowed="refs/heads/<branch> or refs/tags/<tag>, such as refs/heads/main",
+        )
+    return raw
+
+
+def _workflow(name: str, raw: str) -> str:
+    file = raw.removeprefix(".github/workflows/")
+    if not _WORKFLOW_FILE.match(file):
+        raise InputError(
+            name,
+            "must be the child workflow's file name",
+            given=raw,
+            allowed="a file name like runner-worker.yml",
+        )
+    return file
+
+
+def _workflow_ref(name: str, raw: str) -> str:
+    """A branch or tag name: the dispatch API takes nothing else (not a SHA, not a pull ref)."""
+    short = raw.removeprefix("refs/heads/").removeprefix("refs/tags/")
+    if (
+        any(ch.isspace() for ch in raw)
+        or short.startswith("refs/")
+        or FULL_SHA.match(short.lower())
+        or not valid_ref_name(f"refs/heads/{short}")
+    ):
+        raise InputError(
+            name,
+            "must be a trusted branch or tag name",
+            given=raw,
+            allowed="a branch or tag such as main or v1",
+        )
+    return short
+
+
+def _workflow_files(name: str, raw: str) -> tuple[str, ...]:
+    """One or more workflow file names, separated by spaces or commas."""
+    files = tuple(_workflow(name, item) for item in re.split(r"[\s,]+", raw) if item)
+    if not files:
+        raise InputError(name, "must name a workflow file", given=raw)
+    return files
+
+
+def _workload(name: str, raw: str) -> str:
+    if len(raw) > _WORKLOAD_MAX_CHARS:
+        raise InputError(
+            name,
+            f"is {len(raw)} characters long; GitHub refuses dispatch inputs over 65,535 characters",
+            allowed=f"a JSON object of at most {_WORKLOAD_MAX_CHARS} characters (pass references, not data)",
+        )
+    value = parse_json(name, raw, "a JSON object")
+    if not isinstance(value, dict):
+        raise InputError(
+            name, "must be a JSON object", given=raw, allowed='a JSON object such as {"shard": 1}'
+        )
+    return raw
+
+
+def _text(name: str, raw: str) -> str:
+    if any(ch in raw for ch in "\r\n"):
+        raise InputError(name, "must be a single line", given=raw)
+    return raw
+
+
+def _token(name: str, raw: str) -> SecretStr:
+    if any(ch.isspace() for ch in raw):
+        raise InputError(name, "must be a token without spaces (its value is not shown)")
+    return SecretStr(raw)
+
+
+_source_policy: Callable[[str, str], SourcePolicy] = _choice(("current", "pinned-after-start"))
+#: The rule of every coordinator input outside the pool settings. `coordinate` and `preflight`
+#: require them; `plan` and `simulate` check each one that is given by the same rule.
+OTHER_RULES: Mapping[str, Callable[[str, str], object]] = {
+    "workflow": _workflow,
+    "workflow-ref": _workflow_ref,
+    "source-ref": _source_ref,
+    "source-sha": _sha,
+    "workload": _workload,
+    "source-policy": _source_policy,
+    "api-version": _choice(API_VERSION_CHOICES),
+    "token": _token,
+}
+
+
+def read_pool_settings(environ: Mapping[str, str], profiles: Mapping[str, Profile]) -> PoolSettings:
+    """Read runner-type, queue-policy, the deadlines and runners; resolve the candidate list.
+
+    Every other coordinator input that is given is checked by its own rule too (not required):
+    a command that needs only the pools accepts nothing that `coordinate` would refuse.
+    """
+    reader = _Reader(environ)
+    settings = _read_pools(reader, profiles)
+    for name, rule in OTHER_RULES.items():
+        reader.get(name, rule, None, required=False)
+    reader.done()
+    assert settings is not None  # noqa: S101  # done() raised if anything was missing
+    return settings
+
+
+def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSettings | None:
+    types = tuple(sorted(profiles))
+    runner_type = reader.get("runner-type", _choice(types), None, required=True)
+    policy: QueuePolicy = reader.get(
+        "queue-policy", _choice(("standard", "extended")), "standard", required=False
+    )
+    minutes = reader.get("queue-timeout-minutes", _minutes, None, required=False)
+    execution = reader.get(
+        "execution-timeout-minutes",
+        _execution_minutes,
+        timing.DEFAULT_EXECUTION_MINUTES,
+        required=False,
+    )
+    admission = reader.get(
+        "admission-timeout-minutes",
+        _admission_minutes,
+        timing.DEFAULT_ADMISSION_MINUTES,
+        required=False,
+    )
+    raw_runners = _raw(reader.environ, "runners")
+    hosted = reader.get("hosted-last-resort", _text, None, required=False)
+    if runner_type is None:
+        return None
+    profile = profiles[runner_type]
+    try:
+        if raw_runners is None:
+            deadline = minutes if minutes is not None else profile.default_queue_minutes(policy)
+            candidates = _with_hosted(
+                profile.candidates(policy, minutes), hosted, profile, deadline
+            )
+        else:
+            _no_opt_in_beside(hosted)
+            candidates = resolve_runners(raw_runners, profile, policy, minutes)
+    except InputError as error:
+        reader.errors.append(error)
+        return None
+    return PoolSettings(
+        runner_type=profile.runner_type,
+        profile=profile,
+        queue_policy=policy,
+        queue_timeout_minutes=minutes,
+        execution_timeout_minutes=execution,
+        candidates=candidates,
+        overridden=raw_runners is not None,
+        admission_timeout_minutes=admission,
+    )
+
+
+_HOSTED_ALLOWED = (
+    "blank (no hosted runner), or one GitHub-hosted Linux runner label of the runner type's "
+    "architecture: ubuntu-24.04 for cpu-amd64, ubuntu-24.04-arm for cpu-arm64, or a larger "
+    "runner's name"
+)
+
+
+def _with_hosted(
+    candidates: tuple[Candidate, ...], label: str | None, profile: Profile, deadline: float
+) -> tuple[Candidate, ...]:
+    """`hosted-last-resort` (issue 33): the profile's list, then the hosted label, last.
+
+    It has no deadline of its own: the action-level `queue-timeout-minutes`, else the policy's.
+    """
+    if label is None:
+        return candidates
+    problem = hosted_problem(label, profile)
+    if problem is not None:
+        raise InputError("hosted-last-resort", problem, given=label, allowed=_HOSTED_ALLOWED)
+    if len(candidates) >= timing.MAX_CANDIDATES:
+        raise InputError(
+            "hosted-last-resort",
+            f"would make {len(candidates) + 1} candidates; at most {timing.MAX_CANDIDATES} are "
+            f"allowed and runner-type {profile.runner_type!r} already has {len(candidates)}",
+            given=label,
+            allowed=_HOSTED_ALLOWED,
+        )
+    return (*candidates, hosted_candidate(label, deadline))
+
+
+def _no_opt_in_beside(label: str | None) -> None:
+    """`hosted-last-resort` appends to the profile's list: an explicit `runners` has none."""
+    if label is not None:
+        raise InputError(
+            "hosted-last-resort",
+            "cannot be combined with an explicit `runners` list, which replaces the profile's "
+            f'list; put {{"hosted": "{label}"}} last in `runners` instead',
+            given=label,
+            allowed="blank when `runners` is set",
+        )
+
+
+def read_coordinator_inputs(
+    environ: Mapping[str, str], profiles: Mapping[str, Profile]
+) -> CoordinatorInputs:
+    """Read and validate every coordinator input; raise InputErrors listing every problem."""
+    reader = _Reader(environ)
+    workflow = reader.get("workflow", _workflow, "", required=True)
+    workflow_ref = reader.get("workflow-ref", _workflow_ref, "", required=True)
+    source_ref = reader.get("source-ref", _source_ref, "", required=True)
+    source_sha = reader.get("source-sha", _sha, "", required=True)
+    pools = _read_pools(reader, profiles)
+    workload = reader.get("workload", _workload, "{}", required=False)
+    source_policy = reader.get("source-policy", _source_policy, "current", required=False)
+    token = reader.get("token", _token, SecretStr(""), required=True)
+    api_version = _read_api_version(reader)
+    reader.done()
+    assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
+    return CoordinatorInputs(
+        workflow=workflow,
+        workflow_ref=workflow_ref,
+        source_ref=source_ref,
+        source_sha=source_sha,
+        pools=pools,
+        workload=workload,
+        source_policy=source_policy,
+        token=token,
+        api_version=api_version,
+    )
+
+
+def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
+    """Read and validate the guard's inputs."""
+    reader = _Reader(environ)
+    request_id = reader.get("request-id", _text, "", required=True)
+    parent_run_id = reader.get("parent-run-id", _positive_int, 0, required=True)
+    parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)
+    source_ref = reader.get("source-ref", _source_ref, "", required=True)
+    source_sha = reader.get("source-sha", _sha, "", required=True)
+    none: tuple[str, ...] = ()
+    coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
+    coordinator_ref = reader.get("coordinator-ref", _branch_or_tag_ref, "", required=False)
+    token = reader.get("token", _token, SecretStr(""), required=True)
+    api_version = _read_api_version(reader)
+    reader.done()
+    return GuardInputs(
+        request_id=request_id,
+        parent_run_id=parent_run_id,
+        parent_run_attempt=parent_run_attempt,
+        source_ref=source_ref,
+        source_sha=source_sha,
+        coordinator_workflows=coordinators,
+        coordinator_ref=coordinator_ref,
+        token=token,
+        api_version=api_version,
+    )
+
+
+def _read_api_version(reader: _Reader) -> ApiVersionSetting:
+    """The `api-version` input: auto (the default), 2026-03-10 or 2022-11-28."""
+    version: ApiVersionSetting = reader.get(
+        "api-version", _choice(API_VERSION_CHOICES), AUTO, required=False
+    )
+    return version
+
+
+def read_run_context(environ: Mapping[str, str], *, in_a_run: bool = True) -> RunContext:
+    """Read the run the step is in from the runner's GITHUB_* variables.
+
+    `in_a_run=False` (preflight from a terminal): without GITHUB_RUN_ID the run id and attempt are 0.
+    """
+    errors: list[InputError] = []
+    if not in_a_run and not environ.get("GITHUB_RUN_ID", "").strip():
+        environ = {**environ, "GITHUB_RUN_ID": "0", "GITHUB_RUN_ATTEMPT": "0"}
+
+    def need(key: str, check: Callable[[str], bool], allowed: str) -> str:
+        value = environ.get(key, "").strip()
+        if not check(value):
+            errors.append(
+                InputError(
+                    key, "is missing or invalid in the environment", given=value, allowed=allowed
+                )
+            )
+        return value
+
+    repository = need(
+        "GITHUB_REPOSITORY", lambda v: bool(re.match(r"^[\w.-]+/[\w.-]+$", v)), "owner/name"
+    )
+    run_id = need(
+        "GITHUB_RUN_ID", lambda v: whole_number(v, 19) is not None, "a run id (set by the runner)"
+    )
+    attempt = need(
+        "GITHUB_RUN_ATTEMPT",
+        lambda v: whole_number(v, 9) is not None,
+        "a run attempt (set by the runner)",
+    )
+    if errors:
+        raise InputErrors(errors)
+    return RunContext(
+        repository=repository,
+        run_id=int(run_id),
+        run_attempt=int(attempt),
+        api_url=environ.get("GITHUB_API_URL", "").strip().rstrip("/") or "https://api.github.com",
+        server_url=environ.get("GITHUB_SERVER_URL", "").strip().rstrip("/") or "https://github.com",
+        workflow_ref=environ.get("GITHUB_WORKFLOW_REF", "").strip(),
+        workflow_sha=environ.get("GITHUB_WORKFLOW_SHA", "").strip(),
+        job=environ.get("GITHUB_JOB", "").strip(),
+        runner_name=environ.get("RUNNER_NAME", "").strip(),
+    )

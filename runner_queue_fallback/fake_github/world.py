@@ -1,0 +1,613 @@
+"""The fake GitHub: the Actions model behind GitHub's REST API, with faults, ETags and a quota.
+
+Every adapter (a `requests` transport, `responses` callbacks, a loopback HTTP server) calls one
+`FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`. A request is served as the
+API version it asks for: 2022-11-28 without `X-GitHub-Api-Version` (dispatch answers 204), 400 for
+a version the server does not have. `api_versions=OLDER_SERVER` makes an older GitHub Enterprise
+Server: it refuses 2026-03-10, so a dispatch answers 204 and the run is known only by its
+run-name (with `Timings.listing_delay`, the run is listed that long after it is visible).
+
+Rate limits, as GitHub documents them: the primary quota is one hourly window per repository
+(`quota` requests; a 304 is free), refused with `rate_limit_status` (403 or 429: GitHub uses both
+and says nothing about when) and `x-ratelimit-remaining: 0`; the secondary limits (`secondary`,
+off unless given; their assumptions are in `fake_github/limits.py`) are refused with the same status, the
+secondary-limit message and `retry-after`. `GET /rate_limit` is free against the primary quota
+and answers even when it is spent. `etags="every-read"` gives every reply a new ETag, so that no
+conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
+ETag; this is the world where it does not).
+
+Long (613 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from http import HTTPStatus
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+
+from runner_queue_fallback.core.clock import Clock
+from runner_queue_fallback.fake_github.actions import ActionsModel, DispatchRefused, WorkerHook
+from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
+from runner_queue_fallback.fake_github.limits import SecondaryLimits, SecondaryMeter
+from runner_queue_fallback.fake_github.model import (
+    DEFAULT_PLATFORM,
+    DEFAULT_TIMINGS,
+    WORKER_TOKEN,
+    FakeRun,
+    Platform,
+    Timings,
+    Workload,
+)
+from runner_queue_fallback.fake_github.render import Renderer, error
+from runner_queue_fallback.fake_github.reply import LedgerEntry, Reply
+
+if TYPE_CHECKING:
+    import requests
+    import responses
+
+__all__ = ["API_VERSIONS", "OLDER_SERVER", "ETagPolicy", "FakeGitHub", "RateLimitStatus"]
+
+#: How a rate-limit refusal is answered: GitHub documents both 403 and 429.
+RateLimitStatus = Literal[403, 429]
+#: "stable": an unchanged resource keeps its ETag; "every-read": each reply has a new one.
+ETagPolicy = Literal["stable", "every-read"]
+
+RATE_DOCS = "https://docs.github.com/rest/using-the-rest-api/rate-limits-for-the-rest-api"
+SECONDARY_MESSAGE = (
+    "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
+    "If you reach out to GitHub Support for help, please include the request ID {request_id}."
+)
+QUOTA_WINDOW = 3600.0
+#: Without `X-GitHub-Api-Version` GitHub still serves 2022-11-28; the client asks for 2026-03-10.
+DEFAULT_API_VERSION = "2022-11-28"
+API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
+#: What an older GitHub Enterprise Server serves: no 2026-03-10, so no run details on dispatch.
+OLDER_SERVER = frozenset({"2022-11-28"})
+#: A runs list filtered by any of these returns at most `LISTING_CAP` results per query; its
+#: `total_count` still counts them all (github-api.md 12: OpenTelemetry's collector splits the
+#: `created` window while it exceeds 1,000). Pages past the cap come back empty.
+LISTING_CAP = 1000
+_SEARCH_FILTERS = frozenset(
+    {"actor", "branch", "check_suite_id", "created", "event", "head_sha", "status"}
+)
+
+_Route = tuple[str, re.Pattern[str], str]
+_ROUTES: list[_Route] = [
+    ("POST", re.compile(r"/actions/workflows/(?P<file>[^/]+)/dispatches"), "_dispatch"),
+    ("GET", re.compile(r"/actions/workflows/(?P<file>[^/]+)/runs"), "_list_runs"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)"), "_get_run"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/jobs"), "_get_jobs"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<n>\d+)"), "_get_run"),
+    ("GET", re.compile(r"/actions/runs/(?P<run_id>\d+)/attempts/(?P<n>\d+)/jobs"), "_get_jobs"),
+    ("POST", re.compile(r"/actions/runs/(?P<run_id>\d+)/(?P<how>cancel|force-cancel)"), "_cancel"),
+    ("GET", re.compile(r"/git/ref/(?P<ref>.+)"), "_git_ref"),
+    ("GET", re.compile(r"/git/tags/(?P<sha>[0-9a-f]{40})"), "_git_tag"),
+    ("GET", re.compile(r"/contents/(?P<path>.+)"), "_contents"),
+]
+
+_Served = tuple[int, Any]  # status and JSON body
+#: What `_serve` hands back: the reply, counted against the quota, the fault, the limit that refused.
+_Outcome = tuple[Reply, bool, str | None, str | None]
+
+
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    path: str
+    query: str
+    headers: Mapping[str, str]
+    body: bytes
+    client: int | None
+    request_id: str
+    version: str  # the API version asked for (`X-GitHub-Api-Version`), or the default
+
+    @property
+    def params(self) -> dict[str, str]:
+        """The query parameters (the last value of each)."""
+        return {k: v[-1] for k, v in parse_qs(self.query).items()}
+
+
+class FakeGitHub(ActionsModel):
+    """One simulated repository: Actions model + REST API + faults + request ledger + quota."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        *,
+        repository: str = "octo-org/octo-repo",
+        api_url: str = "https://api.github.test",
+        server_url: str = "https://github.test",
+        timings: Timings = DEFAULT_TIMINGS,
+        workload: Workload | None = None,
+        on_worker_start: WorkerHook | None = None,
+        faults: FaultPlan | None = None,
+        quota: int = 1000,
+        path_with_ref: bool = False,
+        worker_token: str = WORKER_TOKEN,
+        default_branch: str = "main",
+        unassigned_runner_as_zero: bool = False,
+        rate_limit_status: RateLimitStatus = 403,
+        secondary: SecondaryLimits | None = None,
+        etags: ETagPolicy = "stable",
+        api_versions: frozenset[str] = API_VERSIONS,
+        direct: bool = False,
+        platform: Platform = DEFAULT_PLATFORM,
+    ) -> None:
+        """Build an empty repository; add refs, workflows, pools and the parent run next.
+
+        `api_versions`: the REST API versions the server has (`OLDER_SERVER`: no 2026-03-10).
+        `direct`: `session()` skips requests' preparation of each request (`DirectSession`), for
+        runs by the thousand; the default keeps requests' whole path under test.
+        `platform`: what GitHub does beyond the tidy model (`Platform`: re-queues after an
+        assignment, runs that never get a job, a cancel that does not take).
+        """
+        super().__init__(
+            clock,
+            repository=repository,
+            api_url=api_url,
+            server_url=server_url,
+            timings=timings,
+            workload=workload,
+            on_worker_start=on_worker_start,
+            worker_token=worker_token,
+            default_branch=default_branch,
+            unassigned_runner_as_zero=unassigned_runner_as_zero,
+            platform=platform,
+        )
+        self.faults = faults or FaultPlan()
+        self.quota = quota
+        self.rate_limit_status: RateLimitStatus = rate_limit_status
+        self.secondary = None if secondary is None else SecondaryMeter(secondary)
+        self.etags: ETagPolicy = etags
+        self.path_with_ref = path_with_ref
+        self.api_versions = frozenset(api_versions)
+        self.direct = direct
+        self.ledger: list[LedgerEntry] = []
+        epoch = clock.now() - timedelta(seconds=clock.monotonic())
+        self.render = Renderer(repository, self.api_url, self.server_url, epoch)
+        self._api_prefix = urlsplit(self.api_url).path.rstrip("/")
+        self._clients: dict[str, int] = {}
+        self._authorizations: dict[str, int] = {}  # Authorization header -> `_clients` number
+        self._epochs: dict[float, int] = {}  # virtual second -> Unix time (`_epoch`)
+        self._window: tuple[float, int] | None = None  # (window start, counted requests)
+        self._seq = 0
+        self._link = ""  # the Link header of the list page being served
+        self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
+
+    # --------------------------------------------------------------------------- adapters
+
+    def session(self) -> requests.Session:
+        """A `requests.Session` whose requests to `api_url` are served by this fake in-process."""
+        from runner_queue_fallback.fake_github.transport import (  # noqa: PLC0415 (cycle)
+            DirectSession,
+            make_session,
+        )
+
+        return DirectSession(self) if self.direct else make_session(self)
+
+    def register(self, rsps: responses.RequestsMock) -> None:
+        """Serve every request to `api_url` through `rsps` (`responses`' `add_callback`)."""
+        from runner_queue_fallback.fake_github.transport import register  # noqa: PLC0415 (cycle)
+
+        register(self, rsps)
+
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """Run a loopback HTTP server on 127.0.0.1 (ephemeral port); yield its base URL."""
+        from runner_queue_fallback.fake_github.transport import LoopbackServer  # noqa: PLC0415 (cycle)
+
+        with LoopbackServer(self) as url:
+            yield url
+
+    def inject(self, fault: Fault) -> None:
+        """Add a fault to the plan."""
+        self.faults.add(fault)
+
+    def spend_quota(self, count: int) -> None:
+        """Count `count` requests against the quota now, as other users of the token would."""
+        for _ in range(count):
+            self._count()
+
+    def counted_requests(self, client: int | None = None) -> int:
+        """Requests that counted against the primary rate limit (of one client, or all)."""
+        return sum(1 for e in self.ledger if e.counted and client in {None, e.client})
+
+    # ----------------------------------------------------------------------------- handle
+
+    def handle(
+        self, method: str, path_and_query: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> Reply:
+        """Serve one request (path relative to `api_url`, or including its path prefix)."""
+        self.catch_up()
+        split = urlsplit(path_and_query)
+        path = unquote(split.path)
+        if self._api_prefix and path.startswith(self._api_prefix + "/"):
+            path = path[len(self._api_prefix) :]
+        lowered = {k.lower(): v for k, v in headers.items()}
+        with self._lock:
+            self._seq += 1
+            request = _Request(
+                method=method.upper(),
+                path=path,
+                query=split.query,
+                headers=lowered,
+                body=body,
+                client=self._client(lowered.get("authorization")),
+                request_id=f"5100:{self._seq:05X}:{self._seq * 7919 % 65536:04X}",
+                version=lowered.get("x-github-api-version", DEFAULT_API_VERSION).strip(),
+            )
+            points = self._charge(request)
+            outcome: _Outcome
+            if points is None:  # over a secondary limit: refused before anything else
+                outcome, points = (self._secondary_limit(request), False, None, "secondary"), 0
+            else:
+                outcome = self._serve(request)
+            reply, counted, fault, limit = outcome
+            self.ledger.append(
+                LedgerEntry(
+                    seq=self._seq,
+                    time=self.now(),
+                    method=request.method,
+                    path=path,
+                    query=split.query,
+                    status=None if reply.error else reply.status,
+                    counted=counted,
+                    client=request.client,
+                    request_id=request.request_id,
+                    fault=fault,
+                    points=points,
+                    limit=limit,
+                )
+            )
+        if self.timings.latency > 0:
+            advance = getattr(self.clock, "advance", None)
+            (advance or self.clock.sleep)(self.timings.latency)
+        return reply
+
+    def client_number(self, token: str) -> int | None:
+        """The ledger's number for the client that sent `token`; None if it sent nothing."""
+        return self._clients.get(hashlib.sha256(token.encode()).hexdigest())
+
+    def _client(self, authorization: str | None) -> int | None:
+        if not authorization:
+            return None
+        number = self._authorizations.get(authorization)
+        if number is None:  # a token is hashed once, not on every request it sends
+            token = authorization.split(" ", 1)[-1].strip()
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            number = self._clients.setdefault(digest, len(self._clients))
+            self._authorizations[authorization] = number
+        return number
+
+    def _charge(self, request: _Request) -> int | None:
+        """Secondary-limit points for `request`, booked; None when a secondary limit refuses it."""
+        if self.secondary is None or request.client is None:
+            return 0
+        now = self.now()
+        if self.secondary.refuse(now, request.method) is not None:
+            return None
+        return self.secondary.charge(now, request.method, now + max(0.0, self.timings.latency))
+
+    def _serve(self, request: _Request) -> _Outcome:  # noqa: PLR0911 (one return per way a request ends)
+        if request.client is None:
+            reply = self._reply(401, error("Requires authentication", 401), request)
+            return reply, False, None, None
+        if request.version not in self.api_versions:  # every endpoint checks the version first
+            free = request.method == "GET" and request.path == "/rate_limit"
+            if not free:
+                self._count()
+            message = f"API version '{request.version}' is not a supported version."
+            return self._reply(400, error(message, 400), request), not free, None, None
+        if request.method == "GET" and request.path == "/rate_limit":
+            return self._reply(200, self._rate_limit_body(request), request), False, None, None
+        if self._quota_used() >= self.quota:
+            reply = self._primary_limit(request, self._quota_reset(), self.rate_limit_status)
+            return reply, False, None, "primary"
+        fault = self.faults.pick(request.method, request.path, self.now())
+        if fault is not None and fault.kind in {"timeout", "connection"}:
+            return self._fault_reply(fault, request), False, fault.kind, None
+        if fault is not None and fault.kind != "lost_reply":
+            self._count()
+            limit = _FAULT_LIMITS.get(fault.kind)
+            return self._fault_reply(fault, request), True, fault.kind, limit
+        return self._routed(request, fault)
+
+    def _routed(self, request: _Request, fault: Fault | None) -> _Outcome:
+        """A request that reached its route: the reply (a 304 when its ETag still matches)."""
+        self._link, self._showing = "", []
+        status, payload = self._route(request)
+        if fault is None:  # delivered (a 304 only confirms a body delivered before)
+            for run in self._showing:
+                self.shown_stale_runner(run)
+        raw = b"" if payload is None else self.render.encode(payload)
+        salt = f"#{self._seq}".encode() if self.etags == "every-read" else b""
+        etag = f'W/"{hashlib.sha256(raw + salt).hexdigest()[:40]}"'
+        is_get = request.method == "GET" and status == 200
+        if is_get and _etag_matches(request.headers.get("if-none-match"), etag):
+            return self._reply(304, None, request, etag=etag), False, None, None
+        self._count()
+        if fault is not None:  # lost_reply: it really happened, but the client never hears so
+            lost = Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request)
+            return lost, True, fault.kind, None
+        headers = self._headers(request, etag=etag if is_get else None)
+        if self._link:
+            headers["Link"] = self._link
+        if status == 204:
+            del headers["Content-Type"]  # no content, no type
+        return Reply(status, headers, raw), True, None, None
+
+    # --------------------------------------------------------------------- quota, replies
+
+    def _quota_used(self) -> int:
+        if self._window is None or self.now() >= self._window[0] + QUOTA_WINDOW:
+            return 0
+        return self._window[1]
+
+    def _count(self) -> None:
+        if self._window is None or self.now() >= self._window[0] + QUOTA_WINDOW:
+            self._window = (self.now(), 0)
+        self._window = (self._window[0], self._window[1] + 1)
+
+    def _quota_reset(self) -> float:
+        start = self._window[0] if self._window and self._quota_used() else self.now()
+        return start + QUOTA_WINDOW
+
+    def _epoch(self, virtual: float) -> int:
+        epoch = self._epochs.get(virtual)
+        if epoch is None:  # every reply of a quota window names the same reset
+            stamp: datetime = self.render.epoch + timedelta(seconds=virtual)
+            epoch = self._epochs[virtual] = int(stamp.timestamp() + 0.999)
+        return epoch
+
+    def _headers(
+        self, request: _Request, *, remaining: int | None = None, etag: str | None = None
+    ) -> dict[str, str]:
+        """Headers of every reply: content type, API version, request ID, rate limit, ETag."""
+        used = self._quota_used()
+        left = max(0, self.quota - used) if remaining is None else remaining
+        headers = {"Content-Type": "application/json; charset=utf-8"}
+        if request.version in self.api_versions:
+            headers["X-GitHub-Api-Version-Selected"] = request.version
+        headers |= {
+            "X-GitHub-Request-Id": request.request_id,
+            "X-RateLimit-Limit": str(self.quota),
+            "X-RateLimit-Remaining": str(left),
+            "X-RateLimit-Used": str(used),
+            "X-RateLimit-Reset": str(self._epoch(self._quota_reset())),
+            "X-RateLimit-Resource": "core",
+        }
+        if etag is not None:
+            headers["ETag"] = etag
+        return headers
+
+    def _reply(
+        self, status: int, payload: Any, request: _Request, *, etag: str | None = None
+    ) -> Reply:
+        headers = self._headers(request, etag=etag)
+        body = b"" if payload is None or status == 304 else json.dumps(payload).encode()
+        return Reply(status, headers, body)
+
+    def _primary_limit(self, request: _Request, reset: float, status: int = 403) -> Reply:
+        headers = self._headers(request, remaining=0)
+        headers["X-RateLimit-Reset"] = str(self._epoch(reset))
+        message = "API rate limit exceeded for installation ID 4242."
+        body = json.dumps(error(message, status, f"{RATE_DOCS}#about-primary-rate-limits"))
+        return Reply(status, headers, body.encode())
+
+    def _secondary_limit(
+        self, request: _Request, status: int | None = None, retry_after: int | None = None
+    ) -> Reply:
+        """A secondary-limit refusal: the status, the message, and `retry-after` if known."""
+        status = status or self.rate_limit_status
+        message = SECONDARY_MESSAGE.format(request_id=request.request_id)
+        body = error(message, status, f"{RATE_DOCS}#about-secondary-rate-limits")
+        reply = self._reply(status, body, request)
+        if retry_after is None and self.secondary is not None:
+            retry_after = self.secondary.limits.retry_after
+        if retry_after is None:
+            return reply
+        return Reply(status, reply.headers | {"Retry-After": str(retry_after)}, reply.body)
+
+    def _rate_limit_body(self, request: _Request) -> dict[str, Any]:
+        """`GET /rate_limit`: the core quota (and search); 2022-11-28 repeats core as `rate`."""
+        used = self._quota_used()
+        core = {
+            "limit": self.quota,
+            "remaining": max(0, self.quota - used),
+            "reset": self._epoch(self._quota_reset()),
+            "used": used,
+        }
+        search = {"limit": 30, "remaining": 30, "reset": self._epoch(self.now() + 60), "used": 0}
+        body: dict[str, Any] = {"resources": {"core": core, "search": search}}
+        if request.version == "2022-11-28":
+            body["rate"] = core
+        return body
+
+    def _bad_gateway(self, request: _Request) -> Reply:
+        headers = self._headers(request) | {"Content-Type": "text/html"}
+        return Reply(502, headers, b"<html><body><h1>502 Bad Gateway</h1></body></html>\n")
+
+    def _fault_reply(self, fault: Fault, request: _Request) -> Reply:  # noqa: PLR0911 (one reply per fault kind)
+        kind = fault.kind
+        if kind in {"timeout", "connection"}:
+            return Reply(0, error="timeout" if kind == "timeout" else "connection")
+        if kind == "primary_rate_limit":
+            return self._primary_limit(request, self.now() + fault.retry_after, fault.status or 403)
+        if kind == "secondary_rate_limit":
+            return self._secondary_limit(request, fault.status or 403, fault.retry_after)
+        if kind == "malformed":
+            return Reply(200, self._headers(request), b'{"id": 1, "status": "queu')
+        if kind == "unauthorized":
+            return self._reply(401, error("Bad credentials", 401), request)
+        if kind == "forbidden":
+            return self._reply(403, error("Resource not accessible by integration", 403), request)
+        status = fault.status or 500
+        if status == 502:
+            return self._bad_gateway(request)
+        return self._reply(status, error(HTTPStatus(status).phrase, status), request)
+
+    # ----------------------------------------------------------------------------- routes
+
+    def _route(self, request: _Request) -> _Served:
+        prefix = f"/repos/{self.repository}"
+        if not request.path.lower().startswith(prefix.lower() + "/"):
+            return 404, error("Not Found", 404)
+        rest = request.path[len(prefix) :]
+        for verb, pattern, name in _ROUTES:
+            match = pattern.fullmatch(rest)
+            if match and verb == request.method:
+                handler: Callable[..., _Served] = getattr(self, name)
+                return handler(request, **match.groupdict())
+        return 404, error("Not Found", 404)
+
+    def _dispatch(self, request: _Request, file: str) -> _Served:
+        try:
+            data = json.loads(request.body or b"{}")
+        except ValueError:
+            return 400, error("Problems parsing JSON", 400)
+        if not isinstance(data, dict) or not isinstance(data.get("ref"), str):
+            return 422, error('Invalid request.\n\n"ref" wasn\'t supplied.', 422)
+        inputs = data.get("inputs") or {}
+        if not isinstance(inputs, dict):
+            return 422, error(
+                "Invalid request.\n\nFor 'properties/inputs', must be an object.", 422
+            )
+        outcome = self.dispatch(file, data["ref"], inputs)
+        if isinstance(outcome, DispatchRefused):
+            return outcome.status, error(outcome.message, outcome.status)
+        if request.version == "2022-11-28" and data.get("return_run_details") is not True:
+            return 204, None  # 2022-11-28 says nothing about the run unless asked to
+        run_url = f"{self.render.repo_api}/actions/runs/{outcome.id}"
+        html_url = f"{self.server_url}/{self.repository}/actions/runs/{outcome.id}"
+        return 200, {"workflow_run_id": outcome.id, "run_url": run_url, "html_url": html_url}
+
+    def _get_run(self, request: _Request, run_id: str, n: str | None = None) -> _Served:
+        del request
+        run = self.visible_run(int(run_id))
+        if run is None:
+            return 404, error("Not Found", 404)
+        attempt = run.attempt if n is None else int(n)
+        if not (attempt == run.attempt or attempt in run.attempts):
+            return 404, error("Not Found", 404)
+        return 200, self.render.run(run, attempt=attempt, path_ref=self.path_with_ref)
+
+    def _get_jobs(self, request: _Request, run_id: str, n: str | None = None) -> _Served:
+        del request
+        run = self.visible_run(int(run_id))
+        if run is None or (n is not None and int(n) != run.attempt and int(n) not in run.attempts):
+            return 404, error("Not Found", 404)
+        jobs = [] if run.job is None or (n is not None and int(n) != run.attempt) else [run.job]
+        self._showing += [run] if jobs else []
+        return 200, {"total_count": len(jobs), "jobs": [self.render.job(run, j) for j in jobs]}
+
+    def _list_runs(self, request: _Request, file: str) -> _Served:
+        params = request.params
+        if file not in self.workflow_ids and not any(
+            str(i) == file for i in self.workflow_ids.values()
+        ):
+            return 404, error("Not Found", 404)
+        runs = [
+            r
+            for r in self.runs.values()
+            if file in {r.workflow_file, str(r.workflow_id)}
+            and self.visible_run(r.id)
+            and self.now() >= r.visible_at + self.timings.listing_delay
+            and params.get("event", r.event) == r.event
+            and self._created_ok(r, params.get("created"))
+        ]
+        runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)
+        per_page = min(100, int(params.get("per_page", "30")))
+        page = max(1, int(params.get("page", "1")))
+        served = runs[:LISTING_CAP] if _SEARCH_FILTERS & set(params) else runs
+        shown = served[(page - 1) * per_page : page * per_page]
+        self._link = self._page_links(request, params, page, -(-len(served) // per_page))
+        path_ref = self.path_with_ref
+        return 200, {
+            "total_count": len(runs),
+            "workflow_runs": [self.render.run(r, path_ref=path_ref) for r in shown],
+        }
+
+    def _page_links(
+        self, request: _Request, params: Mapping[str, str], page: int, last: int
+    ) -> str:
+        """GitHub's `Link` header for a list page: next, last, first and prev, as it writes them."""
+        base = f"{self.api_url}{request.path}"
+
+        def url(number: int) -> str:
+            return f"{base}?{urlencode({**params, 'page': str(number)})}"
+
+        rels = []
+        if page < last:
+            rels += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+        if page > 1:
+            rels += [f'<{url(1)}>; rel="first"', f'<{url(page - 1)}>; rel="prev"']
+        return ", ".join(rels)
+
+    def _created_ok(self, run: FakeRun, created: str | None) -> bool:
+        if not created:
+            return True
+        low, dots, high = created.partition("..")  # GitHub's search range: both ends included
+        if dots:
+            at = datetime.fromisoformat(self.render.time(run.created_at))
+            return datetime.fromisoformat(low) <= at <= datetime.fromisoformat(high)
+        match = re.fullmatch(r"(>=|<=|>|<)?(.+)", created)
+        if match is None:
+            return True
+        op, text = match.group(1) or ">=", match.group(2)
+        bound = datetime.fromisoformat(text)
+        at = datetime.fromisoformat(self.render.time(run.created_at))
+        return {">=": at >= bound, "<=": at <= bound, ">": at > bound, "<": at < bound}[op]
+
+    def _cancel(self, request: _Request, run_id: str, how: str) -> _Served:
+        status = self.request_cancel(
+            int(run_id), force=how == "force-cancel", client=request.client
+        )
+        if status == 409 and self.runs[int(run_id)].zombie:  # both cancel and force-cancel
+            return 409, error("Cannot cancel a workflow run that has not been queued yet.", 409)
+        if status == 409:
+            return 409, error("Cannot cancel a workflow run that is completed.", 409)
+        if status == 404:
+            return 404, error("Not Found", 404)
+        return 202, {}
+
+    def _git_ref(self, request: _Request, ref: str) -> _Served:
+        del request
+        sha = self.refs.get(ref)
+        if sha is None:
+            return 404, error("Not Found", 404)
+        return 200, self.render.git_ref(
+            ref, sha, kind="tag" if sha in self.tag_objects else "commit"
+        )
+
+    def _git_tag(self, request: _Request, sha: str) -> _Served:
+        del request
+        if sha not in self.tag_objects:
+            return 404, error("Not Found", 404)
+        name, commit = self.tag_objects[sha]
+        return 200, self.render.git_tag(sha, name, commit)
+
+    def _contents(self, request: _Request, path: str) -> _Served:
+        ref = request.params.get("ref", self.default_branch)
+        resolved = self.resolve(ref, allow_sha=True)
+        wf = None if resolved is None else self.commits[resolved[1]].get(path)
+        if wf is None:
+            return 404, error("Not Found", 404)
+        return 200, self.render.content_file(path, ref, wf)
+
+
+_FAULT_LIMITS = {"primary_rate_limit": "primary", "secondary_rate_limit": "secondary"}
+
+
+def _etag_matches(header: str | None, etag: str) -> bool:
+    if not header:
+        return False
+    tags = {t.strip() for t in header.split(",")}
+    return "*" in tags or etag in tags or etag.removeprefix("W/") in tags

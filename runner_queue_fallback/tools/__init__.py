@@ -1,0 +1,1 @@
+"""The offline tools: `plan`, `preflight`, `lint`, `simulate` and `stats`."""

@@ -1,0 +1,1 @@
+"""`simulate`: the action's real steps against the fake GitHub, on virtual time."""
