@@ -609,16 +609,42 @@ def load_map(*, rebuild: bool) -> dict[str, Any]:
 
 
 def _names_used() -> dict[str, set[str]]:
-    """For each package function (module:qualname), the names and attributes it reads."""
+    """For each package function (module:qualname), the names and attributes it reads.
+
+    A function that reads a module-level constant defined from others (`LIMIT = GRACE - 60`)
+    reads those too, so a mutant of `GRACE` runs the tests of `LIMIT`'s readers.
+    """
     used: dict[str, set[str]] = {}
+    derived: dict[str, set[str]] = {}
     for path in (ROOT / PACKAGE).rglob("*.py"):
         rel = str(path.relative_to(ROOT / PACKAGE))
         tree = ast.parse(path.read_text())
         for qual, fn in _functions(tree):
-            names = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
-            names |= {n.attr for n in ast.walk(fn) if isinstance(n, ast.Attribute)}
-            used[f"{rel}:{qual}"] = names
+            used[f"{rel}:{qual}"] = _read_names(fn)
+        for target, value in _module_constants(tree):
+            derived.setdefault(target, set()).update(_read_names(value))
+    for read in used.values():
+        frontier = set(read)
+        while frontier:
+            frontier = set().union(*(derived.get(n, set()) for n in frontier)) - read
+            read.update(frontier)
     return used
+
+
+def _read_names(node: ast.AST) -> set[str]:
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return names | {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+
+
+def _module_constants(tree: ast.Module) -> Iterator[tuple[str, ast.AST]]:
+    """Each module-level `NAME = value` (or `NAME: T = value`) as (NAME, value)."""
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    yield target.id, node.value
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+            yield node.target.id, node.value
 
 
 def _functions(tree: ast.AST, prefix: str = "") -> Iterator[tuple[str, ast.AST]]:

@@ -299,3 +299,19 @@ def test_every_test_file_is_either_mapped_or_left_out_of_the_map_on_purpose():
     listed = [*mutate.MAP_TESTS, *mutate.UNMAPPED_TESTS]
     assert sorted(listed) == files
     assert len(set(listed)) == len(listed), "a file is in both lists"
+
+
+def test_a_constant_runs_the_tests_of_the_readers_of_a_constant_defined_from_it():
+    """`POST_STEP_LIMIT_SECONDS = POST_STEP_GRACE_SECONDS - 60`: only the limit is read by a
+    function, and a mutant of the grace must still run that function's tests."""
+    used = mutate._names_used()
+    readers = [f for f, names in used.items() if "POST_STEP_LIMIT_SECONDS" in names]
+    assert readers
+    calls = {f: [f"test of {f}"] for f in readers}
+    grace = [
+        m
+        for m in mutate.mutants_of("core/timing.py")
+        if m.function == "<module>.POST_STEP_GRACE_SECONDS" and m.kind == "constant"
+    ]
+    assert grace
+    assert set(mutate.tests_for(grace[0], calls, used)) == {f"test of {f}" for f in readers}
