@@ -17,14 +17,18 @@ Profiles (`RQF_FUZZ_PROFILE`): `ci` (default, derandomized) and `nightly` (see c
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import io
 import json
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -164,7 +168,13 @@ def base_inputs(changes: Mapping[str, str | None] | None = None) -> dict[str, st
 
 def resolve(inputs: Mapping[str, str]) -> PoolSettings:
     """The candidates and deadlines the coordinator will use for `inputs`."""
-    return read_pool_settings({env_name(k): v for k, v in inputs.items()}, PROFILES)
+    return _resolved(frozenset(inputs.items()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(inputs: frozenset[tuple[str, str]]) -> PoolSettings:
+    """`resolve`, kept: a case resolves its inputs twice, and hypothesis' mutations repeat them."""
+    return read_pool_settings({env_name(k): v for k, v in inputs}, PROFILES)
 
 
 # ------------------------------------------------------------------------------- running
@@ -377,9 +387,19 @@ def simulate_case(case: Case) -> Outcome:
     if case.interrupt_at is not None:
         _interrupt(clock, case.interrupt_at, observed)
     with _instruments(clock, observed):
-        run = run_coordinator(world, clock, inputs, main=_recording_main(clock, observed))
+        run = run_coordinator(
+            world, clock, inputs, main=_recording_main(clock, observed), step_files=_step_files()
+        )
     run.guard_logs = list(observed.guard_logs)
     return Outcome(case, world, clock, run, settings, observed)
+
+
+@functools.cache
+def _step_files() -> Path:
+    """One directory of step files per process, emptied by each run (see `run_coordinator`)."""
+    path = Path(tempfile.mkdtemp(prefix="rqf-fuzz-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def execute(case: Case) -> Outcome:

@@ -462,8 +462,8 @@ class FakeGitHub(ActionsModel):
             return 404, error("Not Found", 404)
         rest = request.path[len(prefix) :]
         for verb, pattern, name in _ROUTES:
-            match = pattern.fullmatch(rest)
-            if match and verb == request.method:
+            match = pattern.fullmatch(rest) if verb == request.method else None
+            if match:
                 handler: Callable[..., _Served] = getattr(self, name)
                 return handler(request, **match.groupdict())
         return 404, error("Not Found", 404)

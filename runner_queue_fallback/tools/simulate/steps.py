@@ -6,21 +6,19 @@ would get. The root is passed in (`main=cli.main`), never imported: `simulate` i
 own subcommands, and the harness sits below the root, not beside it in a circle. Every
 line a step prints is kept with the virtual second it was written at, so `simulate` can show the
 log as the Actions UI would, stamped with simulated time.
-
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 from runner_queue_fallback.commands import Main
 from runner_queue_fallback.core.clock import Clock, FakeClock
-from runner_queue_fallback.core.errors import Interrupted
 from runner_queue_fallback.core.inputs import env_name
 from runner_queue_fallback.fake_github.actions import WorkerContext
 from runner_queue_fallback.fake_github.model import RunHistory, fake_token
@@ -34,6 +32,7 @@ from runner_queue_fallback.tools.simulate.capture import (
     read_key_values,
 )
 from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry, CatalogueError, Observed
+from runner_queue_fallback.tools.simulate.sigterm import Signalled
 
 __all__ = [
     "PARENT_RUN_ID",
@@ -55,6 +54,8 @@ SOURCE_REF = "refs/pull/123/merge"
 #: A fake token in GitHub's 2026 format (520 characters with `.`, `_`, `-`), to prove it is never
 #: printed; the guard's is `sim.model.WORKER_TOKEN`.
 TOKEN = fake_token("2718281")
+#: The step's files, as the runner names them: GITHUB_OUTPUT, GITHUB_STATE, GITHUB_STEP_SUMMARY.
+STEP_FILES = ("output", "state", "summary.md")
 
 
 @dataclass
@@ -106,9 +107,9 @@ def coordinator_environ(
             "GITHUB_RUN_ATTEMPT": "1",
             "GITHUB_API_URL": world.api_url,
             "GITHUB_SERVER_URL": world.server_url,
-            "GITHUB_OUTPUT": str(files / "output"),
-            "GITHUB_STATE": str(files / "state"),
-            "GITHUB_STEP_SUMMARY": str(files / "summary.md"),
+            "GITHUB_OUTPUT": str(files / STEP_FILES[0]),
+            "GITHUB_STATE": str(files / STEP_FILES[1]),
+            "GITHUB_STEP_SUMMARY": str(files / STEP_FILES[2]),
         }
     )
     environ.update(extra or {})
@@ -171,31 +172,33 @@ def run_coordinator(
     parent_run_id: int = PARENT_RUN_ID,
     token: str = TOKEN,
     extra_environ: Mapping[str, str] | None = None,
+    step_files: Path | None = None,
 ) -> SimulationRun:
     """Run `coordinate` (and then the post step, as the runner would) through `main`, on `world`.
 
     `extra_environ`: more of the step's environment (`job_environ`: the coordinator's own job).
+    `step_files`: a directory for the step's files, emptied of them first (for runs by the
+    thousand: a new temporary directory costs more than a short run's requests).
 
     The admission spread is seeded by the parent run (see `cli._spread_source`): each coordinator
     of a fleet differs, and every run of a simulation is the same.
     """
-    with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
-        files = Path(tmp)
+    with _step_files(step_files) as files:
         environ = coordinator_environ(
             world, inputs, files, parent_run_id=parent_run_id, token=token, extra=extra_environ
         )
-        signal = _Signalled(clock, interrupt_at) if interrupt_at is not None else None
+        signal = Signalled(clock, interrupt_at) if interrupt_at is not None else None
         log = StampedLog(clock.monotonic)
         with capture_stdout(log):
             code = main(["coordinate"], environ, clock=signal or clock, session=world.session())
         if signal is not None:
             signal.disarm()
-        state = read_key_values(files / "state")
+        state = read_key_values(files / STEP_FILES[1])
         result = SimulationRun(
             exit_code=code,
             log=log.getvalue(),
-            outputs=read_key_values(files / "output"),
-            summary=_read(files / "summary.md"),
+            outputs=read_key_values(files / STEP_FILES[0]),
+            summary=_read(files / STEP_FILES[2]),
             state=state,
             log_lines=log.lines,
             parent_run_id=parent_run_id,
@@ -209,7 +212,7 @@ def run_coordinator(
                 )
             result.post_log = post_log.getvalue()
             result.post_log_lines = post_log.lines
-            result.summary = _read(files / "summary.md")
+            result.summary = _read(files / STEP_FILES[2])
         return result
 
 
@@ -252,63 +255,20 @@ def run_coordinators(
     return results
 
 
+@contextlib.contextmanager
+def _step_files(reused: Path | None) -> Iterator[Path]:
+    """`reused` emptied of the step's files, or a temporary directory of the run's own."""
+    if reused is None:
+        with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
+            yield Path(tmp)
+        return
+    for name in STEP_FILES:
+        (reused / name).unlink(missing_ok=True)
+    yield reused
+
+
 def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
-
-
-class _Signalled:
-    """The main step's clock with the runner's SIGTERM due at `at`, delivered as a real one is.
-
-    A signal cuts short the sleep it lands in (Python re-raises a handler's exception out of
-    `time.sleep`): a sleep that would pass `at` ends there, and Interrupted is raised at exactly
-    the signal's virtual second. Time that passes outside a sleep (a request's latency, advanced
-    by the fake GitHub) delivers it as soon as the clock reaches `at`.
-    """
-
-    def __init__(self, clock: Clock, at: float) -> None:
-        """Arm the signal on `clock`, which must announce its moves (`on_advance`)."""
-        on_advance: Callable[[Callable[[], None]], None] | None = getattr(clock, "on_advance", None)
-        if on_advance is None:
-            raise TypeError("interrupt_at needs a clock with on_advance (FakeClock, VirtualClock)")
-        self._clock = clock
-        self._at = at
-        self.fired = False
-        on_advance(self._check)
-
-    def monotonic(self) -> float:
-        """The wrapped clock's reading."""
-        return self._clock.monotonic()
-
-    def now(self) -> datetime:
-        """The wrapped clock's wall-clock time."""
-        return self._clock.now()
-
-    def sleep(self, seconds: float) -> None:
-        """Sleep, unless the signal comes first: then sleep until it and raise Interrupted."""
-        if seconds < 0:
-            raise ValueError("time can't go backwards")
-        left = self._at - self._clock.monotonic()
-        if self.fired or left > seconds:
-            self._clock.sleep(seconds)
-            return
-        self._clock.sleep(max(0.0, left))  # the listener may deliver it as time reaches `at`
-        self._deliver()  # ... or float rounding left the clock a hair short of it
-
-    def disarm(self) -> None:
-        """The main step ended: the runner signals the main step, never the post step."""
-        self.fired = True
-
-    def _check(self) -> None:
-        if not self.fired and self._clock.monotonic() >= self._at:
-            self._deliver()
-
-    def _deliver(self) -> None:
-        if not self.fired:
-            self.fired = True
-            raise Interrupted("SIGTERM")
-
-
-# ------------------------------------------------------------------ catalogue scenarios
 
 
 @dataclass
