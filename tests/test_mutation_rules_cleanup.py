@@ -2,10 +2,12 @@
 
 Each test states one rule of `action/cleanup.py` and fails when it breaks: what an unconfirmed cleanup
 reports (a failed cancel or read, a refused read, a spent quota, a run that had a job), that it
-reads until the last poll of its window and no longer than its window without a wait of its own,
-that a refused cancel accepted when sent again is not forced, and how the post step finds the
-runs the main step left. The cleanup is called as the coordinator and the post step call it,
-on a client of the fake GitHub; the startup test drives `cli.main`.
+waits for a reset that comes exactly at its limit, that it reads until the last poll of its
+window and no longer than its window without a wait of its own, that a refused cancel accepted
+when sent again is not forced, that a later run gets only what is left of the shared window,
+and how the post step finds the runs the main step left. The cleanup is called as the
+coordinator and the post step call it, on a client of the fake GitHub; the startup test drives
+`cli.main`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
 from runner_queue_fallback.fake_github.model import Platform, Timings
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.retry import RESET_MARGIN_SECONDS, Patience
 from tests.test_cleanup import POST_TOKEN, post_step
 from tests.test_coordinator import FOREVER, Scenario
 from tests.test_sim_support import GROUP, dispatch, make_world
@@ -60,6 +63,7 @@ class Child:
             session, self.world.api_url, self.world.repository, POST_TOKEN, self.clock
         )
         self.lines: list[str] = []
+        self.said = ""
 
     def clean_up(self, **kwargs: float) -> str:
         """Cancel and confirm the child; what the result says."""
@@ -148,6 +152,39 @@ def test_a_quota_spent_until_after_the_window_ends_the_cleanup_at_once_saying_so
     assert child.clock.monotonic() == 30.0, "no poll is waited for"
 
 
+def quota_spent_by_the_first_read(limit: float) -> Child:
+    """A cleanup at 30 s whose cancel and first read (3 requests) spend the last of the quota
+    (its window began at the dispatch, 0 s: the client may send again at 3,601 s), with the
+    reset budget that puts its limit (30 s + window + budget) at `limit`. The cancel takes 20 s;
+    the client waits out the quota as the coordinator's cleanup does (a child exists)."""
+    child = Child(cancel_delay=20.0)
+    child.client.patience = Patience.CHILD_EXISTS
+    child.world.spend_quota(child.world.quota - child.world._quota_used() - 3)
+    child.said = child.clean_up(reset_budget=limit - 30.0 - timing.CANCEL_WINDOW_SECONDS)
+    return child
+
+
+def test_a_reset_exactly_at_the_cleanups_limit_is_waited_for():
+    """Limit 3,601 s, the reset then: the cleanup waits for it and confirms the run at the
+    read after it; a limit a second earlier ends the cleanup at once, saying why."""
+    resumed = timing.QUOTA_WINDOW_SECONDS + RESET_MARGIN_SECONDS
+    child = quota_spent_by_the_first_read(resumed)
+    assert child.confirmed
+    assert child.reads() == [30.0, resumed]
+    early = quota_spent_by_the_first_read(resumed - 1.0)
+    assert not early.confirmed
+    assert early.reads() == [30.0]
+    assert early.clock.monotonic() == 30.0
+
+
+def test_a_cleanup_ended_by_the_spent_quota_says_so_with_no_empty_part():
+    """Nothing else to report: the reason is the quota, not `...; . Check run ...`."""
+    early = quota_spent_by_the_first_read(timing.QUOTA_WINDOW_SECONDS + RESET_MARGIN_SECONDS - 1)
+    reset = early.client.reset_time()
+    assert f"; the API quota is spent until its reset at {reset}. Check run" in early.said
+    assert "; ." not in early.said
+
+
 # -- its window ---------------------------------------------------------------------------------
 
 
@@ -196,6 +233,24 @@ def test_each_further_run_is_sent_its_cancel_and_a_failure_is_said():
     child.clock.advance(10)  # visible
     cancel_and_confirm_all(child.client, child.clock, [child.run_id, third], log=child.lines.append)
     assert f"Cancel requested for run {third}: accepted" in child.lines
+
+
+def test_a_later_run_gets_only_what_is_left_of_the_shared_window_however_little():
+    """Every reply takes 0.75 s: the first run's cleanup (its cancel never honoured) ends half a
+    second before the shared 10 s window does. The second run's cancel goes out in that half
+    second; its read, which could only start after the window's end, is never sent."""
+    child = Child(cancel_delay=NEVER, force_cancel_delay=NEVER, latency=0.75)
+    other = dispatch(child.world, "rqf-2", labels="linux-amd64-cpu8")
+    child.clock.advance(10)  # visible
+    start = child.clock.monotonic()
+    end = start + 10.0
+    _, second = cancel_and_confirm_all(
+        child.client, child.clock, [child.run_id, other], window=10.0, log=child.lines.append
+    )
+    sent = [(e.time, e.method, e.path) for e in child.world.ledger if e.time >= start]
+    assert max(time for time, _, _ in sent) == end - 0.5, "nothing starts after the window"
+    assert [t for t, method, path in sent if method == "GET" and f"/runs/{other}" in path] == []
+    assert "last seen: never observed" in second.describe()
 
 
 def left_runs(child: Child, state: dict[str, str], **kwargs: float) -> list[int]:
@@ -327,7 +382,7 @@ def test_the_post_step_sends_nothing_past_its_4_minutes_even_after_a_quota_wait(
     assert code == 1
     assert "cleanup NOT confirmed" in log
     sent = [e.time - 30.0 for e in child.world.ledger if e.time >= 30.0]
-    limit = timing.POST_STEP_GRACE_SECONDS - 60.0
+    limit = 300.0 - 60.0  # GitHub's 5 minutes, written out: the constants must not define them
     assert max(sent) == limit - 4.0  # 201 s, then every 5 s: 236 s is the last poll that fits
     assert child.clock.monotonic() - 30.0 <= limit
 

@@ -6,14 +6,16 @@ what it does, asks for runs from the dispatch less 5 minutes, counts the lost ru
 attempts, says a failed search and stops on a refused one, and a quota pause says how much
 of its window was left; the listing again says when it
 fails, names a copy it finds, and when an earlier run replaces the child (or ends the sequence)
-the attempts, the state and the queue clock follow the new child. Every test drives `cli.main`
-against the fake GitHub on an older server (dispatch answers 204), as `tests/test_copies.py`.
+the attempts, the state and the queue clock follow the new child, and a third run it lists
+then is named too. Every test drives `cli.main` against the fake GitHub on an older server
+(dispatch answers 204), as `tests/test_copies.py`.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from urllib.parse import parse_qs
 
@@ -22,8 +24,9 @@ import pytest
 from runner_queue_fallback import cli
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import DispatchRefused
 from runner_queue_fallback.fake_github.faults import Fault
-from runner_queue_fallback.fake_github.model import Timings
+from runner_queue_fallback.fake_github.model import FakeRun, Timings
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.simulate.steps import SimulationRun, run_coordinator
 from tests.invariants import dispatch_posts
@@ -155,6 +158,38 @@ def test_an_earlier_run_listed_late_replaces_the_child_in_the_state_and_restarts
     _, result = older(copy_after=3.0, hide_real=14.0, interrupt_at=30.0)
     assert result.exit_code == 1
     assert result.state["child-found-by-name"] == request_ids(result)[0]
+
+
+def test_a_third_run_listed_when_an_earlier_run_replaces_the_child_is_named_as_a_copy_too():
+    """Copies at 3 s (listed first: the real child shows 14 s late) and at 17 s: at the listing
+    again (20 s) the real child replaces the first copy, which the replacement's warning names,
+    and the second copy, listed there for the first time, is named in a warning of its own."""
+    clock = FakeClock()
+    world, sha = older_world(clock, cpu16_busy=False)
+    world.on_worker_start = None
+    copy_every_dispatch(world, after=3.0, hide_real_for=14.0)
+    copied = world.dispatch
+
+    def dispatch(file: str, ref: str, inputs: Mapping[str, object]) -> FakeRun | DispatchRefused:
+        run = copied(file, ref, inputs)
+        if not isinstance(run, DispatchRefused):
+            world.dispatch_at(world.now() + 17.0, file, ref, inputs)
+        return run
+
+    world.dispatch = dispatch  # type: ignore[method-assign]  # the fake calls it per request
+    result = run_coordinator(world, clock, older_inputs(sha), main=cli.main, post_step=False)
+    assert result.exit_code == 0, result.log
+    real, first_copy, second_copy = sorted(r.id for r in world.runs.values() if r.history)
+    assert int(result.outputs["run-id"]) == real
+    said = [
+        (t, line) for t, line in result.log_lines if "::warning title=Run-name not unique::" in line
+    ]
+    assert [t for t, _ in said] == [FOUND + 5.0, FOUND + 5.0], said
+    replaced, named = (line for _, line in said)
+    assert f"run {real} with run-name" in replaced
+    assert f"run {first_copy} was dispatched by someone else" in replaced
+    assert f"3 runs are named {request_ids(result)[0]}: run {real}, created first" in named
+    assert f"run(s) {second_copy} were dispatched by someone else" in named
 
 
 def test_an_earlier_run_listed_after_a_runner_was_seen_is_counted_as_such():

@@ -6,9 +6,11 @@ deadline is sent again 5 s later, then forced, and the unconfirmed error quotes 
 execution rounds and a re-queue say how long is left to the execution timeout; a candidate that
 fits the job to the second after a quota reset is waited for and dispatched; an attempt ended
 in the queue counts as queued; after a quota pause the queue clock and a later candidate's
-startup window are counted as the rules say; a wait that outlasts the job is warned of (naming
-the run-name when only that is known). Every test drives `cli.main` against the fake GitHub (the
-re-queue: the catalogue's scenario, as in `tests/test_platform.py`).
+startup window are counted as the rules say; a wait that outlasts the job, or ends exactly at
+its end, is warned of (naming the run-name when only that is known), once a reset; at a queue
+deadline with the quota spent the wait for the reset comes before the fresh read. Every test
+drives `cli.main` against the fake GitHub (the re-queue: the catalogue's scenario, as in
+`tests/test_platform.py`).
 """
 
 from __future__ import annotations
@@ -22,13 +24,14 @@ from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings, Workload
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.tools.simulate.steps import SimulationRun
 from tests.invariants import dispatch_posts
 from tests.outside import JOBS_PATH, Tamper, child_run_id, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario, attempts
 from tests.test_job_time import coordinator_yaml, job_scenario, run, short_quota
 from tests.test_platform import CATALOGUE
 from tests.test_platform import _simulated as simulated
-from tests.test_quota import spend_all_at
+from tests.test_quota import RESET, coordinator_requests, spend_all_at
 from tests.test_quota_pauses import end_job_after
 
 #: GitHub answers 409 to every cancel and force-cancel while the run stays queued.
@@ -158,6 +161,48 @@ def test_a_quota_wait_that_outlasts_the_jobs_end_by_minutes_is_warned_of(monkeyp
     assert "::warning title=Job ends during a quota wait::" in result.log
 
 
+#: The quota spent at 5 s, the startup window's read at 15 s pauses for the reset: until 3,601 s.
+PAUSED_AT, RESUMED = timing.STARTUP_FIRST_CHECK_SECONDS, RESET + 1.0
+
+
+def job_ending_at(monkeypatch: pytest.MonkeyPatch, end: float, **run: float) -> SimulationRun:
+    """The job ends `end` s after the step starts; the quota is spent at 5 s with the child
+    queued (its runner comes at 100 s), so the startup window waits from 15 s to the reset."""
+    end_job_after(monkeypatch, end)
+    s = Scenario(timings=Timings(cancel_delay=3.0)).pools([(0.0, 100.0)], [], [])
+    spend_all_at(s, 5.0)
+    return s.run(post_step=False, **run)
+
+
+def job_end_warnings(result: SimulationRun) -> list[tuple[float, str]]:
+    return [(t, line) for t, line in result.log_lines if "Job ends during a quota wait" in line]
+
+
+def test_a_quota_wait_that_ends_exactly_at_the_jobs_end_is_warned_of(monkeypatch):
+    """The wait taken at 15 s ends at 3,601 s: a job ending then is warned of (it ends during
+    the wait, not after it), a job ending a second later is not."""
+    [(_, warning)] = job_end_warnings(job_ending_at(monkeypatch, RESUMED))
+    wait = f"{RESUMED - PAUSED_AT:.0f}s"
+    assert f"({wait} from now), but this job reaches its end" in warning
+    assert f"in {wait}: the runner will cancel the job during the wait" in warning
+    assert job_end_warnings(job_ending_at(monkeypatch, RESUMED + 1.0)) == []
+
+
+def test_a_second_wait_for_a_reset_already_warned_of_is_not_warned_of_again(monkeypatch):
+    """The job ends at 3,597 s, during the wait for the reset warned of at 15 s: the runner's
+    SIGTERM then starts the cleanup, whose cancel waits the last 4 s for the same reset. One
+    warning, the first: the second wait is only logged."""
+    end = RESUMED - 4.0
+    result = job_ending_at(monkeypatch, end, interrupt_at=end)
+    assert [t for t, _ in job_end_warnings(result)] == [PAUSED_AT]
+    [waited_at] = [
+        t
+        for t, line in result.log_lines
+        if "waiting for its reset at 10:00:00Z (4s) before POST " in line
+    ]
+    assert waited_at == end, "the cleanup's cancel waited for the same reset"
+
+
 def test_a_quota_wait_with_a_lost_dispatch_in_flight_names_the_run_name_to_look_for(monkeypatch):
     """The dispatch reply is lost and the quota is spent at 2 s, the job ends at 30 minutes:
     the warning before the wait names the run-name, since no run id is known."""
@@ -172,3 +217,23 @@ def test_a_quota_wait_with_a_lost_dispatch_in_flight_names_the_run_name_to_look_
     assert f"the child dispatched as {request_id[0]} (its reply was lost: look for run-name" in (
         warning
     )
+
+
+def test_at_a_queue_deadline_with_the_quota_spent_the_wait_comes_first_and_is_said_once():
+    """The poll on the deadline (615 s) spends the last of the quota: the deadline's line says
+    the fresh read and the cancel wait for the reset; the fresh read is announced after that wait
+    (at the reset, 3,601 s) and is not paused again, and nothing is sent in between."""
+    s = Scenario().pools(FOREVER, [], FOREVER)
+    s.world.etags = "every-read"  # every poll counts: the poll at the deadline spends the last two
+    s.world._at(600.0, lambda: s.world.spend_quota(s.world.quota - s.world._quota_used() - 2))
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    [(waited_at, waited)] = [
+        (t, line) for t, line in result.log_lines if line.startswith("Queue deadline reached")
+    ]
+    assert waited_at == DEADLINE
+    assert "the fresh read and the cancel wait 2986s" in waited
+    [read_at] = [t for t, line in result.log_lines if "fresh read before cancelling" in line]
+    assert read_at == RESET + 1.0, "the fresh read comes after the wait, at the reset"
+    assert "pauses for" not in result.log, "the wait is said once, by the deadline's line"
+    assert coordinator_requests(s, DEADLINE + 1.0, RESET) == []

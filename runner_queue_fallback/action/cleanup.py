@@ -191,7 +191,8 @@ def cancel_and_confirm(  # the run, its window and its quota allowance
         end = min(limit, start + window + client.stats.quota_waited - waited_before)
         reset_in = client.quota_reset_in()
         if reset_in is not None and clock.monotonic() + reset_in > limit:
-            detail = f"the API quota is spent until its reset at {client.reset_time()}; {detail}"
+            spent = f"the API quota is spent until its reset at {client.reset_time()}"
+            detail = f"{spent}; {detail}" if detail else spent
             end = clock.monotonic()
         if clock.monotonic() + timing.CANCEL_POLL_SECONDS > end:
             never = cancels.never_created(had_job, last)
