@@ -16,12 +16,13 @@ and answers even when it is spent. `etags="every-read"` gives every reply a new 
 conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
 ETag; this is the world where it does not).
 
-Long (613 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (620 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -31,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import parse_qs, unquote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qs, unquote, urlencode, urlsplit
 
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.fake_github.actions import ActionsModel, DispatchRefused, WorkerHook
@@ -92,6 +93,13 @@ _ROUTES: list[_Route] = [
     ("GET", re.compile(r"/git/tags/(?P<sha>[0-9a-f]{40})"), "_git_tag"),
     ("GET", re.compile(r"/contents/(?P<path>.+)"), "_contents"),
 ]
+
+
+@functools.lru_cache(maxsize=1024)
+def _split(path_and_query: str) -> SplitResult:
+    """`urlsplit`, kept: a run polls the same few paths hundreds of times."""
+    return urlsplit(path_and_query)
+
 
 _Served = tuple[int, Any]  # status and JSON body
 #: What `_serve` hands back: the reply, counted against the quota, the fault, the limit that refused.
@@ -227,8 +235,8 @@ class FakeGitHub(ActionsModel):
     ) -> Reply:
         """Serve one request (path relative to `api_url`, or including its path prefix)."""
         self.catch_up()
-        split = urlsplit(path_and_query)
-        path = unquote(split.path)
+        split = _split(path_and_query)
+        path = unquote(split.path) if "%" in split.path else split.path
         if self._api_prefix and path.startswith(self._api_prefix + "/"):
             path = path[len(self._api_prefix) :]
         lowered = {k.lower(): v for k, v in headers.items()}
