@@ -148,6 +148,7 @@ UNMAPPED_TESTS = (
     "tests/test_clock.py",
     "tests/test_copyable_yaml.py",
     "tests/test_fuzz_coordinator.py",
+    "tests/test_fuzz_cost.py",
     "tests/test_fuzz_inputs.py",
     "tests/test_github_models.py",
     "tests/test_guard_action.py",

@@ -59,6 +59,3 @@ class Signalled:
         if not self.fired:
             self.fired = True
             raise Interrupted("SIGTERM")
-
-
-# ------------------------------------------------------------------ catalogue scenarios

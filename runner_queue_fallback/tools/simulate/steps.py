@@ -271,6 +271,9 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
 
+# ------------------------------------------------------------------ catalogue scenarios
+
+
 @dataclass
 class Simulated:
     """A whole simulated scenario: the world afterwards, each coordinator's run, the guards."""
