@@ -8,11 +8,9 @@ tests/data/openapi (see tests/api_contract.py for what is checked and the named 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import io
 import json
 import re
-import sys
 import tarfile
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +44,7 @@ from tests.api_contract import (
     view_names,
 )
 from tests.invariants import Observed
+from tests.script_files import load_file
 from tests.stats_support import history_world, run_stats, slow_first_spec
 from tests.test_fuzz_coordinator import Case, build_world, cases
 
@@ -57,15 +56,7 @@ GROUP, CPU16 = "nv-cpu-general", "linux-amd64-cpu16"
 
 def _script() -> Any:
     """scripts/api_description.py as a module (scripts/ is not a package)."""
-    spec = importlib.util.spec_from_file_location(
-        "api_description", ROOT / "scripts" / "api_description.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("api_description", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "scripts" / "api_description.py", "api_description")
 
 
 SCRIPT = _script()

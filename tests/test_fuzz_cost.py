@@ -3,29 +3,18 @@ its other samples, each on a known case before its figures are believed."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 from hypothesis import core as hypothesis_core
 
+from tests.script_files import load_file
+
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "fuzz_cost.py"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rqf_fuzz_cost", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fuzz_cost = _load()
+fuzz_cost = load_file(SCRIPT, "rqf_fuzz_cost")
 
 
 def _digest() -> Callable[[object], bytes]:

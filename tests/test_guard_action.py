@@ -10,7 +10,6 @@ scripts/guard-act runs both forms end to end under nektos/act, on a host and in 
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -26,6 +25,7 @@ import yaml
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import GUARD_INPUTS, env_name
 from runner_queue_fallback.fake_github import FakeGitHub
+from tests.script_files import load_file
 from tests.test_guard import (
     COORDINATOR_WORKFLOW,
     PARENT_ID,
@@ -66,12 +66,7 @@ def _guard_step() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def prepare() -> ModuleType:
     """guard/prepare_venv.py, imported from its file (it is a script, not part of the package)."""
-    spec = importlib.util.spec_from_file_location("prepare_venv", PREPARE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(PREPARE, "prepare_venv")
 
 
 # -- the two manifests agree -----------------------------------------------------------------------

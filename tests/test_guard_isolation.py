@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
@@ -56,6 +55,7 @@ import pytest
 
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.fake_github import FakeGitHub
+from tests.script_files import load_file
 from tests.test_guard import dispatch_child, make_world
 from tests.test_guard_action import EXPRESSION, _runner_env, _steps, _with
 
@@ -82,12 +82,7 @@ DRIVER = (
 
 @pytest.fixture(scope="module")
 def prepare() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("prepare_venv", PREPARE)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(PREPARE, "prepare_venv")
 
 
 # -- wheels, an index and a lock, made here ---------------------------------------------------------

@@ -10,27 +10,17 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.script_files import load_file
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "mutate.py"
 
 
-def _load() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rqf_mutate_runner", SCRIPT)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
-    spec.loader.exec_module(module)
-    return module
-
-
-mutate = _load()
+mutate = load_file(SCRIPT, "rqf_mutate_runner")
 
 # Every form the runner once mangled or could: keyword-only parameters with and without
 # defaults (`None` in kw_defaults), `**` in a dict display (`None` in keys), decorators,

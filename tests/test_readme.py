@@ -6,7 +6,6 @@ screen and sends the rest to docs/, whose links and anchors must all resolve.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType
@@ -14,18 +13,13 @@ from types import ModuleType
 import pytest
 import yaml
 
+from tests.script_files import load_file
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "readme_tables", ROOT / "scripts/readme_tables.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file(ROOT / "scripts/readme_tables.py", "readme_tables")
 
 
 def test_the_readme_has_a_generated_table_for_each_action():

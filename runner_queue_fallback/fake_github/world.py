@@ -16,7 +16,7 @@ and answers even when it is spent. `etags="every-read"` gives every reply a new 
 conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
 ETag; this is the world where it does not).
 
-Long (620 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (621 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
