@@ -13,7 +13,7 @@ from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import PoolSettings
-from runner_queue_fallback.fake_github.model import RunHistory, pool_key
+from runner_queue_fallback.fake_github.model import RunHistory, pool_key, serves
 from runner_queue_fallback.fake_github.reply import LedgerEntry
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, TOKEN, SimulationRun
@@ -289,8 +289,12 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
         assert run.outputs["runner"] == sent[-1].inputs["runner"]
     for kid in kids:
         send = dispatches[request_ids.index(kid.request_id)]
-        # a hosted candidate's `runner` has no group (issue 33): runs-on names labels alone
-        assert kid.pool == pool_key(**{"group": "", **json.loads(send.inputs["runner"])})
+        # runs-on as sent: a hosted candidate's or a team's has no group, a group alone no labels;
+        # the child runs in the pool whose runners carry every label asked for
+        asked = json.loads(send.inputs["runner"])
+        key = pool_key(asked.get("group", ""), asked.get("labels", ()))
+        assert kid.pool is not None
+        assert kid.pool == key or serves(kid.pool, key)
     assert sum(1 for kid in kids if kid.workload_started_at is not None) <= 1
     if run.exit_code == 0 and guard:
         assert kids[-1].guard_passed is True

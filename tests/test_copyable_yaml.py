@@ -23,6 +23,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runner_queue_fallback.core.inputs import env_name, read_pool_settings
+from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.tools.lint.engine import lint_directory, lint_files
 from runner_queue_fallback.tools.lint.model import Finding
 
@@ -180,3 +182,27 @@ def test_a_warning_the_marker_does_not_name_fails(tmp_path: Path):
     (tmp_path / child_name).write_text(pair.child.text, encoding="utf-8")
     result = lint_files(tmp_path / coordinator_name, tmp_path / child_name)
     assert any("RQF203" in line for line in _blocking(result.findings, set()))
+
+
+#: A fragment that sets literal pool inputs, as a user pastes it under `with:`.
+POOL_FRAGMENTS = [
+    block
+    for block in ALL_BLOCKS
+    if block.kind == "fragment"
+    and isinstance(data := yaml.safe_load(block.text), dict)
+    and "runner-type" in data
+    and "${{" not in block.text
+]
+
+
+def test_the_documents_show_pool_fragments():
+    assert any(b.document.name == "README.md" for b in POOL_FRAGMENTS)
+
+
+@pytest.mark.parametrize("block", POOL_FRAGMENTS, ids=lambda b: b.where)
+def test_every_pool_fragment_is_accepted_as_it_stands(block: Block):
+    """What `plan` and the coordinator would read: the pool inputs validate, no error."""
+    data = yaml.safe_load(block.text)
+    environ = {env_name(name): str(value) for name, value in data.items()}
+    settings = read_pool_settings(environ, load_profiles())
+    assert settings.candidates, block.where

@@ -45,7 +45,14 @@ from runner_queue_fallback.core.hosted import HOSTED_EXAMPLES
 from runner_queue_fallback.core.inputs import PoolSettings, env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import Candidate, load_profiles
 from runner_queue_fallback.fake_github.faults import FAULT_KINDS, Fault, FaultPlan
-from runner_queue_fallback.fake_github.model import FakeRun, Platform, Pool, Timings, Workload
+from runner_queue_fallback.fake_github.model import (
+    FakeRun,
+    Platform,
+    Pool,
+    Timings,
+    Workload,
+    pool_key,
+)
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.github.client import GitHubClient
@@ -636,15 +643,39 @@ _QUOTA_LEFT = weighted((12, None), (1, 0), (1, 30), (1, 200))
 _OLDER_SERVER = weighted((3, False), (1, True))
 
 
+#: A pool an override names: group ("" none), labels (() none), the candidate's declaration.
+OverridePool = tuple[str, tuple[str, ...], tuple[tuple[str, object], ...]]
+
+
 @functools.cache
-def _override_pools(runner_type: str) -> tuple[list[tuple[str, str]], st.SearchStrategy[Any]]:
-    """The pools an override of `runner_type` may name, and the strategy of its subsets."""
+def _override_pools(runner_type: str) -> tuple[list[OverridePool], st.SearchStrategy[Any]]:
+    """The pools an override of `runner_type` may name, and the strategy of its subsets.
+
+    Besides the catalogue's, a team's own (issue 42): GitHub's default labels with no group
+    (CPU), its own labels with a declaration (GPU), and a group alone with a declaration.
+    """
     profile = PROFILES[runner_type]
-    pools = [(p.group, p.labels) for p in profile.pools]
+    declared = (("os", "linux"), ("arch", profile.arch), ("gpus", profile.gpus))
+    pools: list[OverridePool] = [(p.group, (p.labels,), ()) for p in profile.pools]
     if profile.family == "cpu":
         extra = [f"linux-{profile.arch}-cpu{n}" for n in (4, 64)]
-        pools += [("nv-cpu-general", label) for label in extra]
+        pools += [("nv-cpu-general", (label,), ()) for label in extra]
+        arch_label = "X64" if profile.arch == "amd64" else "ARM64"
+        pools.append(("", ("self-hosted", "Linux", arch_label), ()))
+    else:
+        pools.append(("team-gpu", ("self-hosted", "nvidia", "a6000"), declared))
+    pools.append((f"team-{runner_type}", (), declared))
     return pools, st.lists(st.sampled_from(pools), min_size=1, max_size=6, unique=True)
+
+
+def _override_item(group: str, labels: tuple[str, ...], declared: Any) -> dict[str, object]:
+    """The candidate object of a pool: group and/or labels, as runs-on takes them, declared."""
+    item: dict[str, object] = dict(declared)
+    if group:
+        item["group"] = group
+    if labels:
+        item["labels"] = labels[0] if len(labels) == 1 else list(labels)
+    return item
 
 
 def _overrides(draw: st.DrawFn, runner_type: str) -> str:
@@ -652,18 +683,16 @@ def _overrides(draw: st.DrawFn, runner_type: str) -> str:
     profile = PROFILES[runner_type]
     chosen = draw(_override_pools(runner_type)[1])
     items: list[dict[str, object]] = []
-    for group, labels in chosen:
-        item: dict[str, object] = {"group": group, "labels": labels}
-        if draw(_BOOL):
-            item["labels"] = [labels]
+    for group, labels, declared in chosen:
+        item = _override_item(group, labels, declared)
+        if len(labels) == 1 and draw(_BOOL):
+            item["labels"] = list(labels)
         if draw(_ints(0, 3)) == 0:
             item["queue-timeout-minutes"] = draw(_OVERRIDE_MINUTES)
         items.append(item)
     if len(items) < 7 and draw(_ints(0, 3)) == 0:
-        first = items[draw(_ints(0, len(items) - 1))]
-        items.append(
-            {"group": first["group"], "labels": first["labels"], "queue-timeout-minutes": 2}
-        )
+        first = dict(items[draw(_ints(0, len(items) - 1))])
+        items.append({**first, "queue-timeout-minutes": 2})
     if profile.family == "cpu" and len(items) < 7 and draw(_BOOL):
         hosted: dict[str, object] = {"hosted": HOSTED_EXAMPLES[profile.arch]}  # issue 33: last
         if draw(_BOOL):
@@ -695,7 +724,7 @@ def _configuration(draw: st.DrawFn, family: str | None) -> dict[str, str]:
     minutes = draw(_QUEUE_MINUTES)
     if minutes is not None:
         inputs["queue-timeout-minutes"] = minutes
-    if draw(_ints(0, 2)) == 0:
+    if draw(_ints(0, 2)) == 0 or not profile.pools:  # 3 to 8 GPUs: `runners` is required
         inputs["runners"] = _overrides(draw, profile.runner_type)
     elif profile.family == "cpu" and draw(_BOOL):
         inputs["hosted-last-resort"] = HOSTED_EXAMPLES[profile.arch]
@@ -779,8 +808,7 @@ def _pools(draw: st.DrawFn, settings: PoolSettings, horizon: float) -> tuple[Poo
     for start, candidate in zip(
         _rough_starts(settings.candidates), settings.candidates, strict=True
     ):
-        labels = (candidate.labels,) if isinstance(candidate.labels, str) else candidate.labels
-        key = (candidate.group, tuple(sorted(labels)))
+        key = pool_key(candidate.group, candidate.labels)
         if key in pools or draw(_ints(0, 9)) == 0:
             continue  # a pool the repository has no runners for at all
         pools[key] = PoolPlan(

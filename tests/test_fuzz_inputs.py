@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from runner_queue_fallback import cli
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
-from runner_queue_fallback.core.hosted import HOSTED_EXAMPLES, hosted_problem
+from runner_queue_fallback.core.hosted import HOSTED_EXAMPLES, classify, hosted_problem
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
@@ -36,13 +36,9 @@ from runner_queue_fallback.core.inputs import (
     env_name,
     read_coordinator_inputs,
 )
-from runner_queue_fallback.core.profiles import (
-    MEMORY_GROUP,
-    Candidate,
-    Profile,
-    load_profiles,
-    parse_label,
-)
+from runner_queue_fallback.core.labels import has_label, label_names, label_set, same_pool
+from runner_queue_fallback.core.machine import MEMORY_GROUP, parse_label
+from runner_queue_fallback.core.profiles import Candidate, Profile, load_profiles
 from runner_queue_fallback.fake_github.model import fake_token
 from tests.conftest import SHA
 from tests.outside import PLANTS, watch_stdout
@@ -174,16 +170,69 @@ JSON_SCALARS = st.one_of(
 )
 
 
+#: A team's own labels (issue 42): GitHub's defaults in any case, the 32-bit ARM label, names
+#: that say a machine but must not be read (`l40s-4gpu`), a hosted image, ARC scale-set names.
+TEAM_LABELS = [
+    "self-hosted",
+    "Linux",
+    "linux",
+    "LINUX",
+    "Windows",
+    "macOS",
+    "X64",
+    "x64",
+    "ARM64",
+    "ARM",
+    "gpu",
+    "nvidia",
+    "a6000",
+    "l40s-4gpu",
+    "h100.8",
+    "arc-runner-set",
+    "ubuntu-22.04",
+    "ubuntu-latest",
+    "LINUX-AMD64-CPU16",
+    "Linux-ARM64-GPU-L4-latest-1",
+]
+#: A declaration: valid values mostly, and values outside the allowed ones.
+DECLARED = {
+    "os": st.sampled_from(["linux", "linux", "windows", "macos", "Linux", "solaris", 1]),
+    "arch": st.sampled_from(["amd64", "amd64", "arm64", "x64", "ARM64", None]),
+    "gpus": st.sampled_from([0, 1, 2, 4, 8, 9, -1, True, 1.5, "1"]),
+}
+
+
 @st.composite
 def candidate_object(draw: st.DrawFn, labels_from: list[str]) -> dict[str, Any]:
     """A valid-looking candidate (mostly of the runner type's own labels), then mutations."""
-    labels: Any = draw(st.sampled_from(labels_from if draw(st.integers(0, 9)) else LABELS))
-    if draw(st.integers(0, 5)) == 0:
-        labels = draw(st.lists(st.sampled_from([*labels_from, "self-hosted", "linux"]), max_size=3))
-    group = draw(st.sampled_from(GROUPS))
+    labels = draw(candidate_labels(labels_from))
+    group = draw(st.sampled_from([*GROUPS, "team-ci"]))
     if labels in labels_from and draw(st.integers(0, 9)):
         group = GROUP_OF[labels]
     item: dict[str, Any] = {"group": group, "labels": labels}
+    for key, values in DECLARED.items():
+        if draw(st.integers(0, 3)) == 0:
+            item[key] = draw(values)
+    shape = draw(weighted((10, "both"), (1, "group only"), (1, "labels only")))
+    if shape != "both":
+        item.pop("labels" if shape == "group only" else "group")
+    return mutated_candidate(draw, item)
+
+
+@st.composite
+def candidate_labels(draw: st.DrawFn, labels_from: list[str]) -> Any:
+    """The runner type's own scheme label mostly; else any scheme label, a list, a team's own."""
+    own = bool(labels_from) and draw(st.integers(0, 9)) != 0
+    labels: Any = draw(st.sampled_from(labels_from if own else LABELS))
+    if draw(st.integers(0, 5)) == 0:
+        labels = draw(st.lists(st.sampled_from([*labels_from, "self-hosted", "linux"]), max_size=3))
+    elif draw(st.integers(0, 3)) == 0:  # a team's own labels, perhaps with its declaration
+        labels = draw(st.lists(st.sampled_from(TEAM_LABELS), min_size=1, max_size=4))
+    return labels
+
+
+def mutated_candidate(draw: st.DrawFn, item: dict[str, Any]) -> dict[str, Any]:
+    """The candidate with a deadline perhaps, and perhaps a key dropped, replaced or nested."""
     if draw(st.booleans()):
         deadline = draw(
             weighted(
@@ -235,7 +284,7 @@ def hosted_object(draw: st.DrawFn, runner_type: str) -> dict[str, Any]:
 @st.composite
 def runners_values(draw: st.DrawFn, runner_type: str) -> str:
     """JSON for `runners`: a list of candidate objects, mutated as a list and as text."""
-    own = sorted({pool.labels for pool in PROFILES[runner_type].pools})
+    own = sorted({pool.labels for pool in PROFILES[runner_type].pools})  # none: 3 to 8 GPUs
     size = draw(weighted((1, 0), (12, st.integers(1, 7)), (1, st.integers(8, 9))))
     if not isinstance(size, int):
         size = draw(size)
@@ -347,8 +396,9 @@ def input_sets(draw: st.DrawFn) -> InputSet:
     runner_type = draw(st.sampled_from(sorted(PROFILES)))
     values["runner-type"] = runner_type
     names = draw(st.sets(st.sampled_from(COORDINATOR_INPUTS), max_size=3))
-    # `runners` is the richest input: fuzz it more often than the others.
-    if draw(st.booleans()):
+    # `runners` is the richest input: fuzz it more often than the others; a runner type without
+    # default pools (3 to 8 GPUs) needs it, so leaving it out is a change too.
+    if draw(st.booleans()) or not PROFILES[runner_type].pools:
         names = names | {"runners"}
     elif draw(st.integers(0, 3)) == 0:  # the hosted opt-in (issue 33), where it may be taken
         names = names | {"hosted-last-resort"}
@@ -370,6 +420,9 @@ def input_sets(draw: st.DrawFn) -> InputSet:
             )
         else:
             values[name] = draw(INPUT_VALUES[name])
+    final_type = PROFILES.get(values.get("runner-type", "").strip())
+    if final_type is not None and not final_type.pools:
+        names = names | {"runners"}  # 3 to 8 GPUs: `runners` is required, given or not
     return InputSet(values, frozenset(names), via_cli=draw(st.integers(0, 3)) == 0)
 
 
@@ -385,18 +438,8 @@ def check_candidates(inputs: CoordinatorInputs, values: Mapping[str, str]) -> No
     assert profile is PROFILES[values["runner-type"].strip()]
     candidates = check_hosted(candidates, profile, values)
     for candidate in candidates:
-        assert isinstance(candidate, Candidate)
-        assert candidate.group.strip()
-        names = (candidate.labels,) if isinstance(candidate.labels, str) else candidate.labels
-        infos = [info for name in names if (info := parse_label(name)) is not None]
-        assert len(infos) == 1, candidate
-        info = infos[0]
-        assert (info.family, info.arch, info.gpus) == (profile.family, profile.arch, profile.gpus)
-        if info.memory_optimised:
-            assert candidate.group == MEMORY_GROUP
-        assert timing.QUEUE_MINUTES_MIN <= candidate.queue_minutes <= timing.QUEUE_MINUTES_MAX
-        # The child's runner input carries group and labels only, never the deadline.
-        assert set(json.loads(candidate.runner_json())) == {"group", "labels"}
+        check_machine(candidate, profile)
+    assert len({c.machine.os for c in candidates if c.machine is not None}) <= 1, "one OS"
     assert 1 <= pools.execution_timeout_minutes <= timing.EXECUTION_MINUTES_MAX
     assert 0 <= pools.admission_timeout_minutes <= timing.ADMISSION_MINUTES_MAX
     raw = values.get("runners", "").strip()
@@ -414,22 +457,53 @@ def check_candidates(inputs: CoordinatorInputs, values: Mapping[str, str]) -> No
         else profile.default_queue_minutes(pools.queue_policy)
     )
     for item, candidate in zip(items, candidates, strict=True):
-        assert candidate.group == item["group"]
-        labels = item["labels"]
-        assert candidate.labels == (labels if isinstance(labels, str) else tuple(labels))
-        assert candidate.queue_minutes == float(item.get("queue-timeout-minutes", default))
+        check_as_written(item, candidate, default)
     # A repeated pool only as the final candidate, with its own deadline and the same group.
-    seen: list[frozenset[str]] = []
     for index, candidate in enumerate(candidates):
-        labels = frozenset(
-            (candidate.labels,) if isinstance(candidate.labels, str) else candidate.labels
-        )
-        if labels in seen:
-            assert index == len(candidates) - 1
-            assert "queue-timeout-minutes" in items[index]
-            earlier = candidates[seen.index(labels)]
-            assert earlier.group == candidate.group
-        seen.append(labels)
+        for earlier in candidates[:index]:
+            if same_pool(earlier.group, earlier.labels, candidate.group, candidate.labels):
+                assert index == len(candidates) - 1
+                assert "queue-timeout-minutes" in items[index]
+                assert earlier.group == candidate.group
+
+
+def check_machine(candidate: Candidate, profile: Profile) -> None:
+    """Every fact a candidate's labels state is the runner type's; nothing guessed from names."""
+    assert isinstance(candidate, Candidate)
+    assert candidate.group.strip() or label_names(candidate.labels), "group, labels or both"
+    machine = candidate.machine
+    assert machine is not None
+    assert (machine.family, machine.arch, machine.gpus) == (
+        profile.family,
+        profile.arch,
+        profile.gpus,
+    )
+    names = label_set(candidate.labels)
+    assert "arm" not in names, "GitHub's 32-bit ARM label has no supported architecture"
+    for info in (parse_label(name) for name in names):
+        if info is not None:
+            assert (info.os, info.arch, info.gpus) == (machine.os, machine.arch, machine.gpus)
+            if info.memory_optimised:
+                assert candidate.group == MEMORY_GROUP
+    for label, os_name in (("linux", "linux"), ("windows", "windows"), ("macos", "macos")):
+        assert label not in names or machine.os == os_name
+    for label, arch in (("x64", "amd64"), ("arm64", "arm64")):
+        assert label not in names or machine.arch == arch
+    if not candidate.group and not has_label(candidate.labels, "self-hosted"):
+        assert not any(classify(name) for name in names), "a hosted image in disguise"
+    assert timing.QUEUE_MINUTES_MIN <= candidate.queue_minutes <= timing.QUEUE_MINUTES_MAX
+
+
+def check_as_written(item: dict[str, Any], candidate: Candidate, default: float) -> None:
+    """The child's runner input is the candidate's group and labels as written, never the
+    declaration or the deadline; the declaration is the machine's."""
+    runner = json.loads(candidate.runner_json())
+    assert runner == {key: item[key] for key in ("group", "labels") if key in item}
+    assert candidate.queue_minutes == float(item.get("queue-timeout-minutes", default))
+    assert candidate.machine is not None
+    for key in ("os", "arch", "gpus"):
+        if key in item:
+            assert item[key] == getattr(candidate.machine, key)
 
 
 def check_hosted(

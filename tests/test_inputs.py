@@ -171,16 +171,22 @@ BAD_INPUTS = [
         "1 to 7",
     ),
     (
-        "runners-no-group",
-        {"INPUT_RUNNERS": runners({"labels": "linux-amd64-cpu16"})},
+        "runners-neither-group-nor-labels",
+        {"INPUT_RUNNERS": runners({"queue-timeout-minutes": 5})},
         "runners",
-        "group",
+        "needs 'group', 'labels' or both",
     ),
     (
-        "runners-no-labels",
-        {"INPUT_RUNNERS": runners({"group": "nv-cpu-general"})},
+        "runners-blank-group",
+        {"INPUT_RUNNERS": runners({"group": " ", "labels": "linux-amd64-cpu16"})},
         "runners",
-        "labels",
+        "'group' that is not a non-empty string",
+    ),
+    (
+        "runners-empty-labels",
+        {"INPUT_RUNNERS": runners({"group": "nv-cpu-general", "labels": []})},
+        "runners",
+        "'labels' that is not a non-empty string or array",
     ),
     (
         "runners-unknown-key",
@@ -213,7 +219,7 @@ BAD_INPUTS = [
         "runners-unknown-label",
         {"INPUT_RUNNERS": runners(cpu("ubuntu-latest"))},
         "runners",
-        "runner label",
+        "OS and architecture unknown",
     ),
     (
         "runners-mixed-os",

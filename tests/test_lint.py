@@ -509,6 +509,21 @@ CATALOGUE = [
         id="queue-deadline-under-two-minutes",
     ),
     pytest.param(
+        "RQF220",
+        [
+            (
+                "c",
+                "          queue-timeout-minutes: '10'\n",
+                (
+                    "          queue-timeout-minutes: '10'\n"
+                    '          runners: \'[{"labels": ["self-hosted", "Windows", "X64"]}]\'\n'
+                ),
+            )
+        ],
+        [("c", "runners:")],
+        id="candidates-on-windows",
+    ),
+    pytest.param(
         "RQF301",
         [("c", "workflow: runner-worker.yml", "workflow: missing-worker.yml")],
         [("c", "workflow:")],

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback.core.errors import ProfileError
-from runner_queue_fallback.core.profiles import default_profiles_dir, load_profiles, parse_label
+from runner_queue_fallback.core.machine import parse_label
+from runner_queue_fallback.core.profiles import default_profiles_dir, load_profiles
 
 SHIPPED = sorted(default_profiles_dir().glob("*.toml"))
 
@@ -38,11 +39,26 @@ SPEC_TABLE = {
     ),
     "gpu-arm64-2gpu": (["linux-arm64-gpu-l4-latest-2"], None),
 }
+#: Runner types for 3 to 8 GPUs on one worker: no catalogue pools, so `runners` is required.
+WIDE_TYPES = [f"gpu-{arch}-{n}gpu" for arch in ("amd64", "arm64") for n in range(3, 9)]
 
 
 def test_every_runner_type_of_the_spec_is_shipped():
     """One data file per runner type, and nothing else."""
-    assert sorted(p.stem for p in SHIPPED) == sorted(SPEC_TABLE)
+    assert sorted(p.stem for p in SHIPPED) == sorted([*SPEC_TABLE, *WIDE_TYPES])
+
+
+@pytest.mark.parametrize("runner_type", WIDE_TYPES)
+def test_wide_gpu_types_have_no_pools_and_the_gpu_deadlines(runner_type: str):
+    """3 to 8 GPUs: the type's machine, 10 minutes standard, 15 extended, no final re-wait."""
+    profile = load_profiles()[runner_type]
+    arch, count = runner_type.split("-")[1], int(runner_type.split("-")[2].removesuffix("gpu"))
+    assert (profile.family, profile.arch, profile.gpus) == ("gpu", arch, count)
+    assert profile.pools == ()
+    assert profile.candidates("standard", None) == ()
+    assert profile.candidates("extended", None) == ()
+    assert profile.default_queue_minutes("standard") == 10
+    assert profile.default_queue_minutes("extended") == 15
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)

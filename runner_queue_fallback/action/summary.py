@@ -77,8 +77,8 @@ def attempts_json(result: Result) -> str:
     entries = [
         {
             "attempt": a.number,
-            "group": a.candidate.group or None,  # a hosted runner has none
-            "labels": a.candidate.runner()["labels"],
+            "group": a.candidate.runner().get("group"),  # none: hosted, or any group
+            "labels": a.candidate.runner().get("labels"),  # none: any runner of the group
             "hosted": a.candidate.hosted,
             "queue-timeout-minutes": a.candidate.queue_minutes,
             "run-id": a.run_id,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS
+from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles
 
 __all__ = ["INPUT_HELP", "add_input_flags", "input_flags"]
 
@@ -18,10 +19,7 @@ INPUT_HELP = {
     "workflow-ref": f"branch or tag holding the child workflow, e.g. main {_NEEDED}",
     "source-ref": f"full ref: refs/heads/..., refs/tags/..., refs/pull/N/merge {_NEEDED}",
     "source-sha": f"full 40-hex SHA that source-ref must point at {_NEEDED}",
-    "runner-type": (
-        "cpu, cpu-amd64, cpu-arm64, gpu, gpu-amd64, gpu-arm64, gpu-amd64-2gpu or gpu-arm64-2gpu "
-        "(required; no default)"
-    ),
+    "runner-type": f"{describe_runner_types(load_profiles())} (required; no default)",
     "queue-policy": "standard or extended (default: standard)",
     "queue-timeout-minutes": (
         "1 to 60: the queue deadline of every candidate without its own (default: the policy's)"
@@ -29,9 +27,9 @@ INPUT_HELP = {
     "execution-timeout-minutes": "whole minutes, 1 to 4320 (default: 180)",
     "admission-timeout-minutes": "0 to 360; 0 fails at once on a low API quota (default: 60)",
     "runners": (
-        'JSON array of 1 to 7 {"group", "labels", "queue-timeout-minutes"} objects replacing '
-        'the profile\'s list, optionally ending with one {"hosted": "ubuntu-24.04"} '
-        "(default: the profile)"
+        'JSON array of 1 to 7 {"group", "labels", "queue-timeout-minutes", "os", "arch", "gpus"} '
+        "objects (group, labels or both) replacing the profile's list, optionally ending with "
+        'one {"hosted": "ubuntu-24.04"} (default: the profile)'
     ),
     "hosted-last-resort": (
         "a GitHub-hosted Linux label tried after every profile pool, CPU types only, not with "

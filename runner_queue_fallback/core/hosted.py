@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from runner_queue_fallback.core.profiles import Candidate, Profile, parse_label
+from runner_queue_fallback.core.machine import parse_label
+from runner_queue_fallback.core.profiles import Candidate, Profile
 
 __all__ = [
     "BILLED_NOTE",
@@ -49,7 +50,11 @@ class HostedLabel:
 
 
 def classify(label: str) -> HostedLabel | None:
-    """The OS and architecture of a standard hosted label, or None (a larger runner's name)."""
+    """The OS and architecture of a standard hosted label (any case), or None (a larger runner).
+
+    GitHub matches labels regardless of case, so `Ubuntu-24.04-ARM` is the arm64 image.
+    """
+    label = label.lower()
     if match := _UBUNTU.match(label):
         return HostedLabel("linux", "arm64" if match["arm"] else "amd64")
     if match := _OTHER_OS.match(label):
@@ -69,7 +74,7 @@ def hosted_problem(label: str, profile: Profile) -> str | None:
             f"cpu-amd64, cpu-arm64); runner-type {profile.runner_type!r} needs "
             f"{profile.gpus} GPU(s) and no fallback may drop them"
         )
-    if label == "self-hosted" or parse_label(label) is not None:
+    if label.casefold() == "self-hosted" or parse_label(label) is not None:
         return (
             f"names {label!r}, a self-hosted label; a hosted candidate names a GitHub-hosted "
             f"label such as {example} (a self-hosted pool takes group and labels)"

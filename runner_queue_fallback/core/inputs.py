@@ -428,6 +428,7 @@ def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSetting
     profile = profiles[runner_type]
     try:
         if raw_runners is None:
+            _has_pools(profile)
             deadline = minutes if minutes is not None else profile.default_queue_minutes(policy)
             candidates = _with_hosted(
                 profile.candidates(policy, minutes), hosted, profile, deadline
@@ -478,6 +479,20 @@ def _with_hosted(
             allowed=_HOSTED_ALLOWED,
         )
     return (*candidates, hosted_candidate(label, deadline))
+
+
+def _has_pools(profile: Profile) -> None:
+    """A runner type without default pools (3 to 8 GPUs) runs only on the pools `runners` names."""
+    if not profile.pools:
+        raise InputError(
+            "runners",
+            f"is required for runner-type {profile.runner_type!r}, which has no default pools "
+            f"(no catalogue names machines with {profile.gpus} GPUs); list your own",
+            allowed=(
+                f'[{{"group": "...", "labels": [...], "gpus": {profile.gpus}}}, ...]: '
+                "see Your own pools in the README"
+            ),
+        )
 
 
 def _no_opt_in_beside(label: str | None) -> None:

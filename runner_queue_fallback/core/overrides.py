@@ -1,8 +1,10 @@
 """The `runners` input: an explicit candidate list that replaces a profile's pools, or fails.
 
-Every candidate must keep the runner type's family, architecture and GPU count; all share one OS;
-a repeated pool is allowed only last, with its own deadline and the same group. Malformed JSON
-or an invalid candidate is an error, never a silent fall back to the defaults.
+A candidate is a runner group, labels, or both, as `runs-on` takes them, and may declare its
+machine (`core/machine.py`). Every candidate must keep the runner type's family, architecture and
+GPU count; all share one OS; a repeated pool (`core/labels.py`) is allowed only last, with its own
+deadline and the same group. Malformed JSON or an invalid candidate is an error, never a silent
+fall back to the defaults.
 
 A departure (issue 33): `{"hosted": "<label>"}` may come after them all, a GitHub-hosted runner
 as the last resort (`core/hosted.py`); "final" in the repeated-pool rule then means final among the
@@ -15,18 +17,19 @@ import json
 
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import InputError
-from runner_queue_fallback.core.hosted import hosted_candidate, hosted_problem
-from runner_queue_fallback.core.profiles import (
+from runner_queue_fallback.core.hosted import classify, hosted_candidate, hosted_problem
+from runner_queue_fallback.core.labels import Labels, has_label, label_names, same_pool
+from runner_queue_fallback.core.machine import (
     MEMORY_GROUP,
-    Candidate,
-    LabelInfo,
-    Profile,
-    parse_label,
+    Machine,
+    MachineProblem,
+    read_machine,
 )
+from runner_queue_fallback.core.profiles import Candidate, Profile
 
 __all__ = ["parse_json", "resolve_runners"]
 
-_CANDIDATE_KEYS = {"group", "labels", "queue-timeout-minutes"}
+_CANDIDATE_KEYS = {"group", "labels", "queue-timeout-minutes", "os", "arch", "gpus"}
 _HOSTED_KEYS = {"hosted", "queue-timeout-minutes"}
 
 
@@ -62,12 +65,12 @@ def resolve_runners(
     candidates: list[Candidate] = []
     first_os: str | None = None
     for index, item in enumerate(self_hosted, start=1):
-        candidate, info = _candidate(index, item, profile, default_minutes)
-        first_os = first_os or info.os
-        if info.os != first_os:
+        candidate, machine = _candidate(index, item, profile, default_minutes)
+        first_os = first_os or machine.os
+        if machine.os != first_os:
             raise _bad(
                 index,
-                f"runs on OS {info.os!r} but the first candidate on {first_os!r}; all share one OS",
+                f"runs on OS {machine.os!r} but the first candidate on {first_os!r}; all share one OS",
             )
         _check_duplicate(index, len(self_hosted), item, candidate, candidates)
         candidates.append(candidate)
@@ -77,7 +80,8 @@ def resolve_runners(
 
 
 _RUNNERS_SHAPE = (
-    '[{"group": "...", "labels": "...", "queue-timeout-minutes": 1-60 (optional)}, ...], '
+    '[{"group": "...", "labels": ["...", ...], "queue-timeout-minutes": 1-60, "os": "linux", '
+    '"arch": "amd64", "gpus": 0-8}, ...] (group, labels or both; the rest optional), '
     'optionally ending with {"hosted": "ubuntu-24.04", "queue-timeout-minutes": 1-60 (optional)}'
 )
 
@@ -110,29 +114,97 @@ def _hosted_last(items: list[object], profile: Profile, default_minutes: float) 
     return hosted_candidate(label, _deadline(index, last, default_minutes))
 
 
-def _bad(index: int, problem: str) -> InputError:
-    return InputError("runners", f"candidate {index} {problem}", allowed=_RUNNERS_SHAPE)
+def _bad(index: int | str, problem: str) -> InputError:
+    """`index`: the number, or `2 (group ci, labels [...])`; a problem led by `:` follows it."""
+    gap = "" if problem.startswith(":") else " "
+    return InputError("runners", f"candidate {index}{gap}{problem}", allowed=_RUNNERS_SHAPE)
 
 
 def _candidate(
     index: int, item: object, profile: Profile, default_minutes: float
-) -> tuple[Candidate, LabelInfo]:
+) -> tuple[Candidate, Machine]:
     if not isinstance(item, dict):
-        raise _bad(index, "must be an object with group and labels")
+        raise _bad(index, "must be an object with group, labels or both")
     unknown = set(item) - _CANDIDATE_KEYS
     if unknown:
         raise _bad(index, f"has unknown key(s) {sorted(unknown)}")
-    group, labels = item.get("group"), item.get("labels")
-    if not isinstance(group, str) or not group.strip():
-        raise _bad(index, "needs a non-empty string 'group'")
-    labels_value = _labels(index, labels)
-    info = _label_info(index, labels_value, profile)
-    if info.memory_optimised and group != MEMORY_GROUP:
+    group, labels = _group(index, item), _labels(index, item)
+    if not group and not labels:
+        raise _bad(index, "needs 'group', 'labels' or both, as runs-on takes them")
+    where = f"{index} ({_written(group, labels)})"
+    _not_hosted(where, group, labels)
+    try:
+        machine = read_machine(item, labels, profile.needs)
+    except MachineProblem as problem:
+        raise _bad(where, f": {problem}") from None
+    _keeps_type(where, machine, profile)
+    if machine.memory_optimised and group != MEMORY_GROUP:
         raise _bad(
-            index,
+            where,
             f"uses a memory-optimised label, which needs group {MEMORY_GROUP!r} (got {group!r})",
         )
-    return Candidate(group, labels_value, _deadline(index, item, default_minutes)), info
+    deadline = _deadline(index, item, default_minutes)
+    return Candidate(group, labels, deadline, machine=machine), machine
+
+
+def _group(index: int, item: dict[str, object]) -> str:
+    group = item.get("group", "")
+    if not isinstance(group, str) or ("group" in item and not group.strip()):
+        raise _bad(index, "has 'group' that is not a non-empty string")
+    return group
+
+
+def _labels(index: int, item: dict[str, object]) -> Labels:
+    if "labels" not in item:
+        return ()
+    labels = item["labels"]
+    if isinstance(labels, str) and labels.strip():
+        return labels
+    if (
+        isinstance(labels, list)
+        and labels
+        and all(isinstance(x, str) and x.strip() for x in labels)
+    ):
+        return tuple(labels)
+    raise _bad(index, "has 'labels' that is not a non-empty string or array of strings")
+
+
+def _written(group: str, labels: Labels) -> str:
+    """The candidate as its user wrote it, for messages: `group ci, labels [a, b]`."""
+    names = label_names(labels)
+    return ", ".join(
+        [
+            f"group {group}" if group else "any group",
+            f"labels [{', '.join(names)}]" if names else "any labels",
+        ]
+    )
+
+
+def _not_hosted(where: str, group: str, labels: Labels) -> None:
+    """No group and no `self-hosted`, but a hosted image's label: GitHub would run it hosted."""
+    if group or has_label(labels, "self-hosted"):
+        return
+    image = next((name for name in label_names(labels) if classify(name) is not None), None)
+    if image is not None:
+        raise _bad(
+            where,
+            f"names {image!r}, a GitHub-hosted image, with no runner group and no 'self-hosted' "
+            f"label: GitHub would run it on a hosted runner. For a hosted last resort write "
+            f'{{"hosted": "{image}"}} as the last candidate (it is outside every runner group: '
+            "see the trust note of the hosted last resort); for your own runners add their group "
+            "or the 'self-hosted' label",
+        )
+
+
+def _keeps_type(where: str, machine: Machine, profile: Profile) -> None:
+    want = (profile.family, profile.arch, profile.gpus)
+    if (machine.family, machine.arch, machine.gpus) != want:
+        raise _bad(
+            where,
+            f"is {machine.family}/{machine.arch}/{machine.gpus} GPU(s) but runner-type "
+            f"{profile.runner_type!r} needs {profile.family}/{profile.arch}/{profile.gpus} "
+            "GPU(s): family, architecture and GPU count must be kept",
+        )
 
 
 def _deadline(index: int, item: dict[str, object], default_minutes: float) -> float:
@@ -147,49 +219,18 @@ def _deadline(index: int, item: dict[str, object], default_minutes: float) -> fl
     return float(deadline)
 
 
-def _labels(index: int, labels: object) -> str | tuple[str, ...]:
-    if isinstance(labels, str) and labels.strip():
-        return labels
-    if (
-        isinstance(labels, list)
-        and labels
-        and all(isinstance(x, str) and x.strip() for x in labels)
-    ):
-        return tuple(labels)
-    raise _bad(index, "needs 'labels': a non-empty string or array of strings")
-
-
-def _label_info(index: int, labels: str | tuple[str, ...], profile: Profile) -> LabelInfo:
-    names = (labels,) if isinstance(labels, str) else labels
-    infos = [info for name in names if (info := parse_label(name)) is not None]
-    if len(infos) != 1:
-        raise _bad(
-            index,
-            "needs exactly one runner label like linux-amd64-cpu16 or linux-amd64-gpu-l4-latest-1",
-        )
-    info = infos[0]
-    want = (profile.family, profile.arch, profile.gpus)
-    if (info.family, info.arch, info.gpus) != want:
-        raise _bad(
-            index,
-            f"is {info.family}/{info.arch}/{info.gpus} GPU(s) but runner-type {profile.runner_type!r} "
-            f"needs {profile.family}/{profile.arch}/{profile.gpus} GPU(s): family, architecture and "
-            "GPU count must be kept",
-        )
-    return info
-
-
 def _check_duplicate(
     index: int, total: int, item: dict[str, object], new: Candidate, seen: list[Candidate]
 ) -> None:
     """A repeated label is allowed only as the final candidate, with its own deadline, same group."""
-    earlier = next((c for c in seen if _same_pool(c.labels, new.labels)), None)
+    earlier = next((c for c in seen if same_pool(c.group, c.labels, new.group, new.labels)), None)
     if earlier is None:
         return
     if index != total:
         raise _bad(
             index,
-            f"repeats labels {new.label_text!r}; a repeat is allowed only as the final candidate",
+            f"repeats the pool of an earlier candidate ({_written(earlier.group, earlier.labels)});"
+            " a repeat is allowed only as the final candidate",
         )
     if "queue-timeout-minutes" not in item:
         raise _bad(index, "repeats an earlier pool and must set its own queue-timeout-minutes")
@@ -198,17 +239,3 @@ def _check_duplicate(
             index,
             f"repeats an earlier pool with another group ({new.group!r} vs {earlier.group!r})",
         )
-
-
-def _same_pool(a: str | tuple[str, ...], b: str | tuple[str, ...]) -> bool:
-    """Two candidates name the same pool when their NVIDIA runner labels are equal.
-
-    Extra labels (such as `self-hosted`) do not make a pool different: comparing whole label
-    sets would let a repeat slip in before the final candidate.
-    """
-    return _pool_labels(a) == _pool_labels(b)
-
-
-def _pool_labels(labels: str | tuple[str, ...]) -> set[str]:
-    names = (labels,) if isinstance(labels, str) else labels
-    return {name for name in names if parse_label(name) is not None}

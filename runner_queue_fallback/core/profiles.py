@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import json
-import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,60 +17,36 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from runner_queue_fallback.core.errors import ProfileError
+from runner_queue_fallback.core.labels import Labels, label_names
+from runner_queue_fallback.core.machine import Family, Machine, RunnerNeeds, parse_label
 
 __all__ = [
+    "ANY_GROUP",
+    "ANY_LABELS",
     "HOSTED_POOL",
     "Candidate",
-    "LabelInfo",
     "Profile",
     "default_profiles_dir",
+    "describe_runner_types",
     "load_profiles",
-    "parse_label",
 ]
-
-Family = Literal["cpu", "gpu"]
-Labels = str | tuple[str, ...]
-
-# CPU labels such as linux-amd64-cpu16; a trailing m marks a memory-optimised machine
-_CPU_LABEL = re.compile(
-    r"^(?P<os>[a-z][a-z0-9]*)-(?P<arch>amd64|arm64)-cpu(?P<cores>\d+)(?P<mem>m?)$"
-)
-# linux-amd64-gpu-h100-latest-1: os, arch, gpu model, driver track, GPU count
-_GPU_LABEL = re.compile(
-    r"^(?P<os>[a-z][a-z0-9]*)-(?P<arch>amd64|arm64)-gpu-(?P<model>[a-z0-9]+)"
-    r"-(?P<driver>[a-z0-9.]+)-(?P<gpus>\d+)$"
-)
-MEMORY_GROUP = "nv-cpu-memory"
-
-
-@dataclass(frozen=True)
-class LabelInfo:
-    """What an NVIDIA runner label says about the machine behind it."""
-
-    os: str
-    arch: str
-    family: Family
-    gpus: int
-    memory_optimised: bool = False
-
-
-def parse_label(label: str) -> LabelInfo | None:
-    """Read OS, architecture, family and GPU count from a runner label, or None if unknown."""
-    if match := _CPU_LABEL.match(label):
-        return LabelInfo(match["os"], match["arch"], "cpu", 0, bool(match["mem"]))
-    if match := _GPU_LABEL.match(label):
-        return LabelInfo(match["os"], match["arch"], "gpu", int(match["gpus"]))
-    return None
 
 
 #: How logs, the summary and `plan` name the pool of a GitHub-hosted candidate (no group).
 HOSTED_POOL = "GitHub-hosted"
 
 
+#: How the summary and `plan` name a candidate without a group, or without labels.
+ANY_GROUP = "any group"
+ANY_LABELS = "any labels in the group"
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One pool to try: where the child is sent and how long it may wait there for a runner.
 
+    A candidate is a group, labels, or both, as `runs-on` allows ("" and (): not given).
+    `machine`: what it runs on (OS, architecture, GPU count), the coordinator's policy only.
     `hosted` (issue 33, a departure): a GitHub-hosted runner label as the last resort; it has no
     runner group, so the child's `runs-on` names the label alone.
     """
@@ -81,6 +56,7 @@ class Candidate:
     queue_minutes: float
     name: str = ""
     hosted: bool = False
+    machine: Machine | None = None
 
     @property
     def queue_seconds(self) -> float:
@@ -88,14 +64,16 @@ class Candidate:
         return self.queue_minutes * 60
 
     def runner(self) -> dict[str, object]:
-        """The `runs-on` mapping the child receives: group and labels only, never the deadline.
+        """The `runs-on` mapping the child receives: group and/or labels, as written; no policy.
 
         A hosted candidate has no group: `{"labels": "ubuntu-24.04"}`.
         """
-        labels = list(self.labels) if isinstance(self.labels, tuple) else self.labels
-        if self.hosted:
-            return {"labels": labels}
-        return {"group": self.group, "labels": labels}
+        found: dict[str, object] = {}
+        if self.group and not self.hosted:
+            found["group"] = self.group
+        if label_names(self.labels):
+            found["labels"] = list(self.labels) if isinstance(self.labels, tuple) else self.labels
+        return found
 
     def runner_json(self) -> str:
         """The child's `runner` input: compact JSON of `{group, labels}` (`{labels}` if hosted)."""
@@ -104,11 +82,12 @@ class Candidate:
     @property
     def pool_text(self) -> str:
         """`group / labels`, as logs and summaries name the pool (`GitHub-hosted / label`)."""
-        return f"{HOSTED_POOL if self.hosted else self.group} / {self.label_text}"
+        group = HOSTED_POOL if self.hosted else (self.group or ANY_GROUP)
+        return f"{group} / {self.label_text or ANY_LABELS}"
 
     @property
     def label_text(self) -> str:
-        """Labels as one readable string."""
+        """Labels as one readable string ("" when the candidate gives none)."""
         return self.labels if isinstance(self.labels, str) else ",".join(self.labels)
 
 
@@ -145,7 +124,8 @@ class Profile(BaseModel):
     arch: Literal["amd64", "arm64"]
     gpus: int = Field(ge=0, le=8)
     policy: dict[Literal["standard", "extended"], _Policy]
-    pools: tuple[_Pool, ...] = Field(min_length=1, max_length=6)
+    #: none: a type without default pools, for which `runners` is required
+    pools: tuple[_Pool, ...] = Field(default=(), max_length=6)
 
     @model_validator(mode="after")
     def _consistent(self) -> Profile:
@@ -165,6 +145,11 @@ class Profile(BaseModel):
                 raise ValueError(f"policy {name}: final-pool {policy.final_pool!r} is not a pool")
         return self
 
+    @property
+    def needs(self) -> RunnerNeeds:
+        """What every candidate of this type must be."""
+        return RunnerNeeds(self.runner_type, self.family, self.arch, self.gpus)
+
     def default_queue_minutes(self, policy: str) -> int:
         """The queue deadline of a candidate that sets none, under `policy`."""
         return self.policy[policy].queue_minutes  # type: ignore[index]  # policy is validated upstream
@@ -174,12 +159,46 @@ class Profile(BaseModel):
         deadline = (
             queue_minutes if queue_minutes is not None else self.default_queue_minutes(policy)
         )
-        found = [Candidate(p.group, p.labels, deadline, p.name) for p in self.pools]
+        found = [_pool_candidate(p, deadline) for p in self.pools]
         rule = self.policy[policy]  # type: ignore[index]  # policy is validated upstream
         if rule.final_pool is not None and rule.final_queue_minutes is not None:
             pool = next(p for p in self.pools if p.name == rule.final_pool)
-            found.append(Candidate(pool.group, pool.labels, rule.final_queue_minutes, pool.name))
+            found.append(_pool_candidate(pool, rule.final_queue_minutes))
         return tuple(found)
+
+
+def _pool_candidate(pool: _Pool, minutes: float) -> Candidate:
+    info = parse_label(pool.labels)
+    machine = None if info is None else Machine(info.os, info.arch, info.gpus)
+    return Candidate(pool.group, pool.labels, minutes, pool.name, machine=machine)
+
+
+def describe_runner_types(profiles: Mapping[str, Profile]) -> str:
+    """Every runner type, an alias first with its type in brackets, as help and action.yml say.
+
+    Types that differ only by their GPU count (`gpu-amd64-<N>gpu`) are named once, with the range.
+    """
+    types = sorted({p.runner_type: p for p in profiles.values()}.values(), key=_type_order)
+    named: list[str] = []
+    counts: dict[str, list[int]] = {}
+    for profile in types:
+        if profile.gpus > 1:
+            counts.setdefault(f"gpu-{profile.arch}-<N>gpu", []).append(profile.gpus)
+        else:
+            names = (*profile.aliases, profile.runner_type)
+            named.append(f"{names[0]} ({names[1]})" if len(names) == 2 else " or ".join(names))
+    ranges: dict[tuple[int, int], list[str]] = {}
+    for name, found in counts.items():
+        ranges.setdefault((min(found), max(found)), []).append(name)
+    wide = [
+        f"{' and '.join(names)} for N GPUs on one worker, N from {low} to {high}"
+        for (low, high), names in ranges.items()
+    ]
+    return "; ".join([", ".join(named), *wide])
+
+
+def _type_order(profile: Profile) -> tuple[str, int, str]:
+    return (profile.family, profile.gpus, profile.runner_type)
 
 
 def default_profiles_dir() -> Path:

@@ -39,6 +39,7 @@ from runner_queue_fallback.fake_github.model import (
     Workload,
     parse_runner,
     pool_key,
+    serves,
 )
 from runner_queue_fallback.fake_github.repo import CHILD_INPUTS, RepoContent
 
@@ -158,6 +159,16 @@ class ActionsModel(RepoContent, HookRunner):
             for _, end in busy:
                 self._events.push(end, lambda: None)  # wake the allocator when the pool frees
             return key
+
+    def _serving(self, asked: PoolKey | None) -> PoolKey | None:
+        """The pool whose runners take a job asking `asked` (`runs-on`), else `asked` itself.
+
+        The pool named exactly comes first; else the first pool added that carries every label
+        asked for, in the group named (if any), as GitHub gives a job to any runner that does.
+        """
+        if asked is None or asked in self.pools:
+            return asked
+        return next((key for key in self.pools if serves(key, asked)), asked)
 
     # ------------------------------------------------------------------------- parent run
 
@@ -281,6 +292,7 @@ class ActionsModel(RepoContent, HookRunner):
     ) -> FakeRun:
         t, timings = self._time, self.timings
         key, labels = parse_runner(inputs.get("runner", ""))
+        key = self._serving(key)
         run_id = next(self._ids.run_ids)
         visible = t + timings.visibility_delay
         pending_at = visible + timings.requested_delay
@@ -396,6 +408,7 @@ class ActionsModel(RepoContent, HookRunner):
         """
         with self._lock:
             key, labels = parse_runner(inputs.get("runner", ""))
+            key = self._serving(key)
             sha = self.refs[f"heads/{self.default_branch}"]
             job_at = created_at + self.timings.jobs_delay
             history = RunHistory(self._ids_next_run(), title, key, created_at, created_at, job_at)

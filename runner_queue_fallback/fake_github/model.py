@@ -19,6 +19,8 @@ from typing import ClassVar, Literal
 
 from pydantic import ConfigDict
 
+from runner_queue_fallback.core.labels import label_set
+
 __all__ = [
     "DEFAULT_PLATFORM",
     "DEFAULT_TIMINGS",
@@ -38,6 +40,7 @@ __all__ = [
     "Workload",
     "fake_token",
     "pool_key",
+    "serves",
 ]
 
 #: A pool is named by its runner group and its sorted labels, as `runs-on: {group, labels}` says.
@@ -49,9 +52,22 @@ STEP_WORKLOAD = "Workload"
 
 
 def pool_key(group: str, labels: str | Sequence[str]) -> PoolKey:
-    """Normalise `{group, labels}` (labels a string or a list) into a hashable pool key."""
-    items = (labels,) if isinstance(labels, str) else tuple(labels)
-    return (group, tuple(sorted(items)))
+    """Normalise `{group, labels}` into a hashable pool key: labels as GitHub matches them.
+
+    The labels are a sorted set of case-folded names (`core/labels.py`), so `[Linux, X64]` and
+    `[x64, linux]` are one pool.
+    """
+    return (group, tuple(sorted(label_set(labels))))
+
+
+def serves(pool: PoolKey, asked: PoolKey) -> bool:
+    """Whether a pool's runners answer a `runs-on` that asks `asked`.
+
+    The group, if one is named, must be the pool's, and every label asked for among the pool's;
+    a group alone takes any runner of the group.
+    """
+    group, labels = asked
+    return (not group or group == pool[0]) and set(labels) <= set(pool[1])
 
 
 def git_blob_sha(content: str) -> str:
@@ -355,7 +371,8 @@ class EventQueue:
 def parse_runner(value: str) -> tuple[PoolKey | None, list[str]]:
     """Read the child's `runner` input (`{"group": ..., "labels": ...}`) as `runs-on` would.
 
-    Labels without a group (`{"labels": "ubuntu-24.04"}`) name a hosted pool: group "".
+    Labels without a group (`{"labels": "ubuntu-24.04"}`, hosted or a team's own) have group "";
+    a group alone (`{"group": "ci"}`) has no labels.
     """
     try:
         data = json.loads(value)
@@ -363,7 +380,7 @@ def parse_runner(value: str) -> tuple[PoolKey | None, list[str]]:
         return None, []
     if not isinstance(data, Mapping):
         return None, []
-    group, labels = data.get("group", ""), data.get("labels")
+    group, labels = data.get("group", ""), data.get("labels", [])
     if isinstance(labels, str):
         labels = [labels]
     if not isinstance(group, str) or not isinstance(labels, list):

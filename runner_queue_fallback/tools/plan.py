@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.hosted import BILLED_NOTE, hosted_warning
 from runner_queue_fallback.core.inputs import PoolSettings
-from runner_queue_fallback.core.profiles import HOSTED_POOL, Candidate
+from runner_queue_fallback.core.machine import other_os_note
+from runner_queue_fallback.core.profiles import ANY_GROUP, ANY_LABELS, HOSTED_POOL, Candidate
 from runner_queue_fallback.core.report import escape_log_line
 
 __all__ = ["Plan", "make_plan", "short_deadline_reason"]
@@ -91,19 +92,30 @@ class Plan:
 
     @property
     def warnings(self) -> list[str]:
-        """What may go wrong with these valid inputs: short deadlines, an unclassified hosted label."""
-        found = self.hosted_warnings
+        """What may go wrong with these valid inputs: short deadlines, another OS, a hosted label."""
+        short = self.short_deadline_warning
+        return [*([short] if short else []), *self.os_warnings, *self.hosted_warnings]
+
+    @property
+    def short_deadline_warning(self) -> str | None:
+        """The candidates whose queue deadline is under 2 minutes, and why that may misfire."""
         if not self.short_deadlines:
-            return found
+            return None
         which = ", ".join(
             f"candidate {n} ({c.pool_text}, {_fmt(c.queue_minutes)} min)"
             for n, c in self.short_deadlines
         )
-        return [
+        return (
             f"queue deadline under {timing.SHORT_QUEUE_MINUTES} min for {which}: "
-            + short_deadline_reason(),
-            *found,
-        ]
+            + short_deadline_reason()
+        )
+
+    @property
+    def os_warnings(self) -> list[str]:
+        """Candidates on macOS or Windows: which guard form can run there (one OS per sequence)."""
+        machines = [c.machine for c in self.candidates if c.machine is not None]
+        note = other_os_note(machines[0].os) if machines else None
+        return [] if note is None else [note]
 
     @property
     def hosted_warnings(self) -> list[str]:
@@ -136,16 +148,7 @@ class Plan:
             "runner-type": self.settings.runner_type,
             "queue-policy": self.settings.queue_policy,
             "runners-override": self.settings.overridden,
-            "candidates": [
-                {
-                    "order": n,
-                    "pool": c.name,
-                    **c.runner(),
-                    "hosted": c.hosted,
-                    "queue-timeout-minutes": c.queue_minutes,
-                }
-                for n, c in enumerate(self.candidates, start=1)
-            ],
+            "candidates": [_candidate_entry(n, c) for n, c in enumerate(self.candidates, start=1)],
             "queue-budget-minutes": self.queue_minutes,
             "execution-timeout-minutes": self.settings.execution_timeout_minutes,
             "overhead-minutes": self.overhead_minutes,
@@ -165,8 +168,8 @@ class Plan:
             (
                 str(n),
                 c.name or "-",
-                escape_log_line(c.group) if not c.hosted else f"({HOSTED_POOL})",
-                escape_log_line(c.label_text),
+                f"({HOSTED_POOL})" if c.hosted else escape_log_line(c.group or ANY_GROUP),
+                escape_log_line(c.label_text or ANY_LABELS),
                 f"{_fmt(c.queue_minutes)} min",
             )
             for n, c in enumerate(self.candidates, start=1)
@@ -220,3 +223,17 @@ def make_plan(settings: PoolSettings) -> Plan:
 
 def _fmt(minutes: float) -> str:
     return str(int(minutes)) if minutes == int(minutes) else f"{minutes:g}"
+
+
+def _candidate_entry(number: int, candidate: Candidate) -> dict[str, object]:
+    """A candidate in `plan --json`: a self-hosted one without a group or labels shows null."""
+    written = candidate.runner()
+    if not candidate.hosted:  # a hosted one has no group, as since issue 33
+        written = {"group": None, "labels": None, **written}
+    return {
+        "order": number,
+        "pool": candidate.name,
+        **written,
+        "hosted": candidate.hosted,
+        "queue-timeout-minutes": candidate.queue_minutes,
+    }

@@ -23,7 +23,8 @@ from runner_queue_fallback.core.inputs import (
     read_coordinator_inputs,
     read_pool_settings,
 )
-from runner_queue_fallback.core.profiles import Profile, parse_label
+from runner_queue_fallback.core.machine import parse_label
+from runner_queue_fallback.core.profiles import Profile
 from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
 from runner_queue_fallback.tools.lint.child import pin_warning
 from runner_queue_fallback.tools.lint.model import (
@@ -182,6 +183,7 @@ def lint_coordinator(
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
     if inputs is not None:
         _short_deadlines(step, inputs, report)
+        _other_os(step, inputs, report)
     _hosted_timeout(step, hosted, need, report)
     _permissions(step, report)
     _trust(step, report)
@@ -390,8 +392,8 @@ def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: R
 
     Reported at `queue-timeout-minutes` when that sets a short deadline, else at `runners`.
     """
-    plan = make_plan(inputs.pools)
-    if not plan.warnings:
+    warning = make_plan(inputs.pools).short_deadline_warning
+    if warning is None:
         return
     level = step.literal("queue-timeout-minutes")
     short = level is not None and _minutes(level) < timing.SHORT_QUEUE_MINUTES
@@ -399,10 +401,24 @@ def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: R
         step.workflow.path,
         step.line("queue-timeout-minutes" if short else "runners"),
         "RQF218",
-        plan.warnings[0],
+        warning,
         f"set `queue-timeout-minutes` (and any `queue-timeout-minutes` inside `runners`) to "
         f"{timing.SHORT_QUEUE_MINUTES} or more",
     )
+
+
+def _other_os(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+    """RQF220: candidates on macOS or Windows, where only the untried composite guard can run."""
+    for warning in make_plan(inputs.pools).os_warnings:
+        report.add(
+            step.workflow.path,
+            step.line("runners"),
+            "RQF220",
+            warning,
+            "use the composite guard (`.../guard@<sha>`) in the child, and try a refusal on one "
+            "runner of the pool before you rely on it",
+            level="warning",
+        )
 
 
 def _minutes(text: str) -> float:

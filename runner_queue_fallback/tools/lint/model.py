@@ -166,6 +166,11 @@ _RULES = (
         "error",
         "coordinator: `steps.<id>.outputs` of the coordinator step name its outputs and outcomes",
     ),
+    Rule(
+        "RQF220",
+        "warning",
+        "coordinator: candidates on macOS or Windows (only the composite guard, not tried there)",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
         "RQF302",

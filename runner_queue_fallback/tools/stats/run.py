@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, TextIO
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import GitHubError, NotFound
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
-from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles
 from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.tools.stats import history_file
@@ -100,8 +100,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runner-type",
         help=(
-            "recommend an order and deadlines for this runner type: cpu, cpu-amd64, cpu-arm64, "
-            "gpu, gpu-amd64, gpu-arm64, gpu-amd64-2gpu or gpu-arm64-2gpu (default: none)"
+            "recommend an order and deadlines for this runner type: "
+            f"{describe_runner_types(load_profiles())} (default: none)"
         ),
     )
     parser.add_argument(
