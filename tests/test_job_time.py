@@ -121,18 +121,31 @@ def test_the_job_timeout_counts_from_the_jobs_started_at():
 def test_a_runner_clock_behind_githubs_does_not_move_the_jobs_end_later():
     """Issue 44, item 7: GitHub says the job started 10 min after this runner's clock reads now.
 
-    The job has run at least as long as this step: timeout 90 ends it in 90 min, not in 100, and
-    after the reset 30 min are left for a candidate that needs 34.
+    The job has run at least as long as this step (begun at 2 min on the fake clock): timeout 90
+    ends it in 90 min, not in 100, and after the reset 30 min are left for a candidate that
+    needs 34.
     """
-    s = job_scenario(coordinator_yaml("90"), job_started=600.0)
+    s = job_scenario(coordinator_yaml("90"), job_started=120.0 + 600.0)
+    s.clock.sleep(120.0)
     short_quota(s)
     result = run(s)
-    refused_for_the_job(result, s, "timeout-minutes 90 of job `runner-check`")
+    assert result.exit_code == 1, result.log
+    assert dispatch_posts(s.world) == []
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert "would leave the coordinator job 30 min (timeout-minutes 90 of job" in error
     assert re.search(
         r"The coordinator job ends in 90 min \(.*started at \d\d:\d\d:\d\dZ; this runner's clock "
         r"is at least 600 s behind GitHub's, so the job is counted as begun 0 s ago\)",
         result.log,
     )
+
+
+def test_a_second_of_difference_is_said():
+    """GitHub's times are whole seconds: one second is the least difference there is to say."""
+    s = job_scenario(coordinator_yaml("90"), job_started=120.0 + 1.0)
+    s.clock.sleep(120.0)
+    result = run(s)
+    assert "this runner's clock is at least 1 s behind GitHub's" in result.log
 
 
 def test_a_runner_clock_far_ahead_counts_the_job_no_older_than_its_timeout():

@@ -300,10 +300,10 @@ def _job_start(seq: Sequence, started: float, limit: float) -> tuple[float, str]
         held = min(max(ago, seq.clock.monotonic() - started), limit)
         text = f"started at {at:%H:%M:%SZ}"
         if abs(held - ago) >= 1:  # GitHub's times are whole seconds
-            side = "behind" if held > ago else "ahead of"
             text += (
-                f"; this runner's clock is at least {abs(held - ago):.0f} s {side} GitHub's, "
-                f"so the job is counted as begun {held:.0f} s ago"
+                f"; this runner's clock is at least {abs(held - ago):.0f} s "
+                f"{'behind' if held > ago else 'ahead of'} GitHub's, so the job is counted as "
+                f"begun {held:.0f} s ago"
             )
         return seq.clock.monotonic() - held, text
     setup = minutes(timing.JOB_SETUP_SECONDS)
