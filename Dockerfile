@@ -6,10 +6,17 @@
 # byte-compiles it; the runtime stage copies only those, so pip, the lock file and the build's
 # leftovers never reach the image.
 #
-# Base pinned by tag only: nobody working on this file could pull the image to read its digest.
-# To pin by digest, append @sha256:<digest> from `docker buildx imagetools inspect python:3.12-slim`
-# to both FROM lines.
-FROM python:3.12-slim AS builder
+# The base, named once, by digest: the runner builds without --pull, so a tag would name whatever
+# image the runner's Docker engine holds under it (an earlier job may have tagged its own). The
+# digest is python:3.12-slim's multi-platform index (Python 3.12.13 on Debian trixie; linux/amd64
+# and linux/arm64/v8 among its platforms), as two public sources give it, no registry being
+# reachable here: docker-library/repo-info, repos/python/remote/3.12-slim.md (commit 2986dca3a80c,
+# the index of the 2026-08-05 build), and the pinned FROM of kouroshez/coding-os's Dockerfile
+# (commit a63730e9853a, 2026-08-13). Dependabot (.github/dependabot.yml) moves it with patches;
+# by hand: `docker buildx imagetools inspect python:3.12-slim`. The tag is there for readers.
+FROM python:3.12-slim@sha256:229a2c5bfa27522db7815ea81f9bed70af17ccb9de9fc7ad142b1877b5830d36 AS base
+
+FROM base AS builder
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -45,7 +52,7 @@ RUN mkdir /app/bin \
  && PYTHONPATH=/app /app/venv/bin/python -c "import runner_queue_fallback.cli, runner_queue_fallback.core.profiles as p; p.load_profiles()"
 
 
-FROM python:3.12-slim
+FROM base
 
 # No WORKDIR (the runner mounts the workspace and sets --workdir) and no USER (the action must be
 # root to write GITHUB_OUTPUT/GITHUB_STATE files owned by the runner): every path here is absolute.

@@ -118,6 +118,47 @@ def test_the_job_timeout_counts_from_the_jobs_started_at():
     )
 
 
+def test_a_runner_clock_behind_githubs_does_not_move_the_jobs_end_later():
+    """Issue 44, item 7: GitHub says the job started 10 min after this runner's clock reads now.
+
+    The job has run at least as long as this step (begun at 2 min on the fake clock): timeout 90
+    ends it in 90 min, not in 100, and after the reset 30 min are left for a candidate that
+    needs 34.
+    """
+    s = job_scenario(coordinator_yaml("90"), job_started=120.0 + 600.0)
+    s.clock.sleep(120.0)
+    short_quota(s)
+    result = run(s)
+    assert result.exit_code == 1, result.log
+    assert dispatch_posts(s.world) == []
+    [error] = [line for line in result.log.splitlines() if line.startswith("::error")]
+    assert "would leave the coordinator job 30 min (timeout-minutes 90 of job" in error
+    assert re.search(
+        r"The coordinator job ends in 90 min \(.*started at \d\d:\d\d:\d\dZ; this runner's clock "
+        r"is at least 600 s behind GitHub's, so the job is counted as begun 0 s ago\)",
+        result.log,
+    )
+
+
+def test_a_second_of_difference_is_said():
+    """GitHub's times are whole seconds: one second is the least difference there is to say."""
+    s = job_scenario(coordinator_yaml("90"), job_started=120.0 + 1.0)
+    s.clock.sleep(120.0)
+    result = run(s)
+    assert "this runner's clock is at least 1 s behind GitHub's" in result.log
+
+
+def test_a_runner_clock_far_ahead_counts_the_job_no_older_than_its_timeout():
+    """GitHub's start, 200 min ago by this runner's clock, with timeout 100: the clock is ahead."""
+    s = job_scenario(coordinator_yaml("100"), job_started=-200 * 60.0)
+    result = run(s)
+    assert re.search(
+        r"The coordinator job ends in 0 min \(.*started at \d\d:\d\d:\d\dZ; this runner's clock "
+        r"is at least 6000 s ahead of GitHub's, so the job is counted as begun 6000 s ago\)",
+        result.log,
+    )
+
+
 def test_a_job_not_found_by_its_runner_counts_from_the_step_less_five_minutes():
     """RUNNER_NAME names no job of the run: the start is the step's less 5 min, 95 min from here."""
     s = job_scenario(coordinator_yaml("98"))

@@ -40,6 +40,7 @@ DOCKER_GUARD = (
     ROOT / "guard" / "docker" / "action.yml"
 )  # the Docker guard, same image as action.yml
 DOCKERFILE = ROOT / "Dockerfile"
+DEPENDABOT = ROOT / ".github" / "dependabot.yml"
 LOCK = ROOT / "requirements" / "runtime.txt"
 BASE = "python:3.12-slim"
 EXAMPLES = sorted((ROOT / "examples").glob("*.yml"))
@@ -174,6 +175,12 @@ def test_actionlint_catches_a_misspelt_input(tmp_path):
 def test_dockerfile_passes_hadolint():
     """hadolint finds nothing in the Dockerfile."""
     result = _tool("hadolint", str(DOCKERFILE))
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_dependabot_config_matches_the_schemastore_schema():
+    """.github/dependabot.yml validates against SchemaStore's dependabot (v2) schema."""
+    result = _tool("check-jsonschema", "--builtin-schema", "vendor.dependabot", str(DEPENDABOT))
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -333,12 +340,74 @@ def _stages() -> list[list[list[str]]]:
     return stages
 
 
+def test_the_base_image_is_named_by_digest_once_and_the_stages_build_on_it():
+    """The runner builds without --pull: a base named by tag is whatever the engine holds under it.
+
+    So the one outside image is named by its digest (the tag kept for readers), in one `FROM`
+    (written once: a literal Dependabot can move, no `ARG`), and every later stage is `FROM base`.
+    """
+    stages = _stages()
+    assert _instructions()[0][0] == "FROM", "nothing (no ARG) before the base's FROM"
+    image, _, alias = stages[0][0][1].partition(" AS ")
+    assert alias == "base"
+    assert re.fullmatch(rf"{re.escape(BASE)}@sha256:[0-9a-f]{{64}}", image), image
+    assert len(stages) > 1
+    assert [stage[0][1].split(" AS ")[0] for stage in stages[1:]] == ["base"] * (len(stages) - 1)
+    aliases = {stage[0][1].partition(" AS ")[2] for stage in stages}
+    copied_from = {
+        rest.split()[0].removeprefix("--from=")
+        for keyword, rest in _instructions()
+        if keyword == "COPY" and rest.startswith("--from=")
+    }
+    assert copied_from <= aliases, "COPY --from names a stage, never an outside image"
+    digest = image.partition("@")[2]
+    instructions = " ".join(rest for _, rest in _instructions())
+    assert instructions.count(digest) == 1
+
+
+def test_dependabot_moves_the_base_images_digest():
+    """Dependabot's docker ecosystem watches the Dockerfile's folder, so the digest follows patches."""
+    updates = _load(DEPENDABOT)["updates"]
+    [docker] = [update for update in updates if update["package-ecosystem"] == "docker"]
+    assert ROOT / docker["directory"].lstrip("/") / "Dockerfile" == DOCKERFILE
+
+
+def _stand_in(*args: str) -> subprocess.CompletedProcess[str]:
+    bash = shutil.which("bash")
+    assert bash, "bash runs the repository's scripts"
+    return subprocess.run(  # noqa: S603  # our own script
+        [bash, str(ROOT / "scripts" / "stand-in-dockerfile"), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=30,
+    )
+
+
+def test_the_offline_builds_change_only_the_base_line_to_their_stand_in(tmp_path):
+    """scripts/docker-smoke and guard-act build a copy whose base stage starts from a local image.
+
+    Only that line differs; a Dockerfile with no digest-pinned base stage is refused, not copied.
+    """
+    result = _stand_in("local/stand-in:1")
+    assert result.returncode == 0, result.stderr
+    original, copy = DOCKERFILE.read_text().splitlines(), result.stdout.splitlines()
+    changed = [(old, new) for old, new in zip(original, copy, strict=True) if old != new]
+    assert changed == [(f"FROM {_stages()[0][0][1]}", "FROM local/stand-in:1 AS base")]
+    by_tag = tmp_path / "Dockerfile"
+    by_tag.write_text(DOCKERFILE.read_text().replace(_stages()[0][0][1], f"{BASE} AS base"))
+    refused = _stand_in("local/stand-in:1", str(by_tag))
+    assert refused.returncode == 1
+    assert "no `FROM <image>@sha256:<digest> AS base` line" in refused.stderr
+
+
 def test_dockerfile_follows_the_container_action_rules():
-    """Pinned slim base, no USER or WORKDIR, exec-form absolute ENTRYPOINT, unbuffered, no .pyc writes."""
+    """Slim base, no USER or WORKDIR, exec-form absolute ENTRYPOINT, unbuffered, no .pyc writes."""
     text = DOCKERFILE.read_text()
-    builder, runtime = _stages()
-    assert builder[0] == ["FROM", f"{BASE} AS builder"]
-    assert runtime[0] == ["FROM", BASE], "the image runs on the base the venv was built on"
+    base, builder, runtime = _stages()
+    assert base[0][1].startswith(f"{BASE}@")
+    assert builder[0] == ["FROM", "base AS builder"]
+    assert runtime[0] == ["FROM", "base"], "the image runs on the base the venv was built on"
     keywords = [keyword for keyword, _ in builder + runtime]
     assert "USER" not in keywords
     assert "WORKDIR" not in keywords
@@ -355,7 +424,7 @@ def test_dockerfile_follows_the_container_action_rules():
 
 def test_runtime_stage_takes_only_the_builders_app_tree():
     """The runtime stage runs nothing and copies the venv, /app/bin, profiles and code, same paths."""
-    _, runtime = _stages()
+    *_, runtime = _stages()
     assert not [rest for keyword, rest in runtime if keyword == "RUN"]
     copies = [rest.split() for keyword, rest in runtime if keyword == "COPY"]
     assert all(len(parts) == 3 and parts[0] == "--from=builder" for parts in copies), copies
@@ -367,7 +436,7 @@ def test_runtime_stage_takes_only_the_builders_app_tree():
 
 def test_profiles_are_where_the_package_finds_them_in_the_image(tmp_path):
     """Laid out as the builder copies it (/app/<package>, /app/profiles), profiles are found."""
-    builder, _ = _stages()
+    _, builder, _ = _stages()
     copies = {}
     for keyword, rest in builder:
         source, _, target = rest.partition(" ")
@@ -509,7 +578,7 @@ def test_dockerfile_installs_only_from_the_lock_with_hashes():
     assert len(installs) == 1, installs
     args = installs[0].split("pip install", 1)[1].split("&&")[0].split()
     assert {"--require-hashes", "--no-deps"} <= set(args)
-    builder, _ = _stages()
+    _, builder, _ = _stages()
     copies = dict(rest.split() for keyword, rest in builder if keyword == "COPY")
     assert args[args.index("-r") + 1] == copies["requirements/runtime.txt"]
     assert "pyproject.toml" not in copies

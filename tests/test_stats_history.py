@@ -23,7 +23,13 @@ import pytest
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.fake_github.world import LISTING_CAP
 from runner_queue_fallback.tools.stats.history import request_budget
-from runner_queue_fallback.tools.stats.history_file import QUEUE_DURATION
+from runner_queue_fallback.tools.stats.history_file import (
+    EARLIEST,
+    LATEST,
+    MAX_COUNT,
+    MAX_SECONDS,
+    QUEUE_DURATION,
+)
 from tests.stats_support import GROUP, history_world, run_stats, slow_first_spec
 from tests.test_sim_support import AUTH, REPO
 
@@ -119,6 +125,28 @@ def test_a_queued_job_with_steps_counts_as_run_until_its_first_step(tmp_path, ca
         assert children[run_id]["censored"] is False
         waited = truth.allocated_at - truth.job_queued_at  # type: ignore[operator]  # allocated
         assert children[run_id][QUEUE_DURATION] == pytest.approx(waited, abs=1.0)
+
+
+def test_a_runner_clock_behind_githubs_never_puts_the_runner_before_the_dispatch(
+    tmp_path, no_network
+):
+    """A job shown `queued` ran from its first step, a time the runner reports by its own clock.
+
+    Behind GitHub's by 5 minutes, it would fall before the run's creation: the runner is counted
+    at the dispatch, and the saved file reads back (a reader refuses a runner before it).
+    """
+    spec = dataclasses.replace(slow_first_spec(sequences=80, seed=4), queued_with_steps=1)
+    world, clock = history_world(spec)
+    [run] = [r for r in world.runs.values() if r.job and r.job.status == "queued"]
+    assert run.job is not None
+    for step in run.job.steps:
+        if step.started_at is not None:
+            step.started_at = run.created_at - 300.0
+    saved = tmp_path / "h.json"
+    assert run_stats(world, clock, "--save-history", str(saved)) == 0
+    [child] = [c for c in json.loads(saved.read_text())["children"] if c["run_id"] == run.id]
+    assert child["runner_at"] == child["dispatched_at"]
+    assert main(["stats", "--history", str(saved)], {}, session=no_network[0]) == 0
 
 
 # ------------------------------------------------------------------------- the history file
@@ -234,6 +262,35 @@ def _bad_files() -> dict[str, tuple[str, str | None]]:
             changed(lambda d: d["window"].update(since="2026-11-01T00:00:00")),
             "window.since: must be a UTC time",
         ),
+        # Issue 44, item 6: numbers and times past what the arithmetic can hold.
+        "a 400-digit wait": (
+            changed(lambda d: d["children"][0].update({QUEUE_DURATION: int("9" * 400)})),
+            f"children[0].{QUEUE_DURATION}: must be seconds",
+        ),
+        "a wait longer than any window": (
+            changed(lambda d: d["children"][0].update({QUEUE_DURATION: 1e300})),
+            f"children[0].{QUEUE_DURATION}: must be seconds",
+        ),
+        "a dispatch before year 1 in UTC": (
+            changed(lambda d: d["children"][0].update(dispatched_at="0001-01-01T00:00:00+14:00")),
+            "children[0].dispatched_at: must be a time from 1970 to 2999",
+        ),
+        "a window ending after year 9999 in UTC": (
+            changed(lambda d: d["window"].update(until="9999-12-31T23:59:59-14:00")),
+            "window.until: must be a time from 1970 to 2999",
+        ),
+        "a runner before its dispatch": (
+            changed(lambda d: d["children"][0].update(runner_at="2026-11-01T09:59:59Z")),
+            "children[0].runner_at: before children[0].dispatched_at",
+        ),
+        "a 400-digit run id": (
+            changed(lambda d: d["children"][0].update(run_id=int("9" * 400))),
+            "children[0].run_id: must be a whole number from 0 to",
+        ),
+        "a 400-digit count": (
+            changed(lambda d: d["reading"].update(windows=int("9" * 400))),
+            "reading.windows: must be a whole number from 0 to",
+        ),
         "the good one": (json.dumps(good), None),
     }
 
@@ -256,6 +313,17 @@ def test_a_malformed_history_file_is_an_input_error_naming_it(
     assert f"stats: error: --history {path}: " in err
     assert said in err
     assert "Traceback" not in err
+
+
+def test_the_schema_states_the_readers_bounds():
+    """docs/history-schema.json gives the ranges the reader holds a file to (issue 44, item 6)."""
+    reading = HISTORY_SCHEMA["properties"]["reading"]["properties"]
+    child = HISTORY_SCHEMA["properties"]["children"]["items"]["properties"]
+    counts = [reading[key] for key in reading if key != "stopped"] + [child["run_id"]]
+    assert {spec["maximum"] for spec in counts} == {MAX_COUNT}
+    assert child[QUEUE_DURATION]["maximum"] == MAX_SECONDS
+    bounds = f"from {EARLIEST:%Y-%m-%dT%H:%M:%SZ} to before {LATEST:%Y-%m-%dT%H:%M:%SZ}"
+    assert bounds in HISTORY_SCHEMA["description"]
 
 
 def test_history_file_text_is_printed_through_the_escaping_path(tmp_path, no_network, capsys):

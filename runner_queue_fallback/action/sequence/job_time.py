@@ -102,7 +102,7 @@ def read_job_end(seq: Sequence, started: float) -> None:
             "so no wait for the API quota is measured against it"
         )
         return
-    job_start, start_text = _job_start(seq, started)
+    job_start, start_text = _job_start(seq, started, timeout.job * 60.0)
     job = f"job `{seq.ctx.job}`"
     ends_at = job_start + timeout.job * 60
     text = f"timeout-minutes {timeout.job} of {job}" + ("" if timeout.job_set else " (the default)")
@@ -271,8 +271,14 @@ def _minutes(node: Node, where: str) -> int | None:
     return value
 
 
-def _job_start(seq: Sequence, started: float) -> tuple[float, str]:
-    """When the job started (`clock.monotonic()` time), and how that was found out."""
+def _job_start(seq: Sequence, started: float, limit: float) -> tuple[float, str]:
+    """When the job started (`clock.monotonic()` time), and how that was found out.
+
+    GitHub gives the start; how long ago that was is this runner's clock against it, so a clock
+    behind GitHub's would move the job's end later by the skew. That part is held to what the job
+    can have run: no less than this step has (on the monotonic clock), no more than `limit`, its
+    timeout (the runner would have ended it), and a difference is said.
+    """
     ctx = seq.ctx
     jobs = []
     if ctx.runner_name:
@@ -291,7 +297,15 @@ def _job_start(seq: Sequence, started: float) -> tuple[float, str]:
     if len(own) == 1 and own[0].started_at is not None:
         at = own[0].started_at
         ago = (seq.clock.now() - at).total_seconds()
-        return seq.clock.monotonic() - ago, f"started at {at:%H:%M:%SZ}"
+        held = min(max(ago, seq.clock.monotonic() - started), limit)
+        text = f"started at {at:%H:%M:%SZ}"
+        if abs(held - ago) >= 1:  # GitHub's times are whole seconds
+            text += (
+                f"; this runner's clock is at least {abs(held - ago):.0f} s "
+                f"{'behind' if held > ago else 'ahead of'} GitHub's, so the job is counted as "
+                f"begun {held:.0f} s ago"
+            )
+        return seq.clock.monotonic() - held, text
     setup = minutes(timing.JOB_SETUP_SECONDS)
     return started - timing.JOB_SETUP_SECONDS, (
         f"counted from this step's start less {setup}: no job of run {ctx.run_id} attempt "

@@ -160,6 +160,8 @@ def child_from(run: WorkflowRun, jobs: Iterable[Job], now: datetime) -> Child | 
     wait = queue_wait(job, now)
     ending = _ending(job) if wait is not None else Ending.OTHER
     runner_at = ran_while_queued(job) or (job.started_at if job.has_runner else None)
+    if runner_at is not None:  # a step's time is the runner's clock: never before the dispatch
+        runner_at = max(runner_at, run.created_at)
     return Child(
         run_id=run.id,
         request=request,

@@ -6,12 +6,13 @@ what it fetched from GitHub, `simulate --write-history` what it read from a simu
 that is not exactly the format (bad JSON, nesting deeper than Python reads, a wrong type, an
 unknown key, a file over `MAX_BYTES`) is a `HistoryFileError` naming the flag and the file, and
 quoting at most `_QUOTE` characters of a bad value; the caller prints it through the escaping path.
+Every number and time is range checked before any arithmetic (a 400-digit wait, a time that
+leaves Python's years once in UTC, a runner before its dispatch): an input error, not a traceback.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +41,13 @@ QUEUE_DURATION = "cicd.pipeline.run.queue.duration"
 #: A reading of 10,000 children is about 3 MB; anything far larger is not one of ours.
 MAX_BYTES = 64 * 1024 * 1024
 _QUOTE = 60
+#: The times a file may hold: far past GitHub's, and far inside Python's years 1 to 9999 (a time
+#: outside them, once moved to UTC, overflows).
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(3000, 1, 1, tzinfo=UTC)
+#: A wait lies between two such times; a count or id fits GitHub's 64-bit integers.
+MAX_SECONDS = (LATEST - EARLIEST).total_seconds()
+MAX_COUNT = 2**63 - 1
 _READING = (
     "runs_in_window",
     "runs_examined",
@@ -202,15 +210,19 @@ def _child(data: object, at: str) -> Child:
         if duration is None
         else Observation(_seconds(duration, f"{at}.{QUEUE_DURATION}"), event=not censored)
     )
-    runner_at, group, conclusion = item.get("runner_at"), item.get("group"), item.get("conclusion")
+    group, conclusion, runner = item.get("group"), item.get("conclusion"), item.get("runner_at")
+    dispatched = _time(item.get("dispatched_at"), f"{at}.dispatched_at")
+    runner_at = None if runner is None else _time(runner, f"{at}.runner_at")
+    if runner_at is not None and runner_at < dispatched:
+        raise _Bad(f"{at}.runner_at: before {at}.dispatched_at, got {_shown(runner)}")
     return Child(
         run_id=_count(item.get("run_id"), f"{at}.run_id"),
         request=request,
         pool=_text(item.get("labels"), f"{at}.labels"),
         group=None if group is None else _text(group, f"{at}.group"),
-        dispatched=_time(item.get("dispatched_at"), f"{at}.dispatched_at"),
+        dispatched=dispatched,
         wait=wait,
-        runner_at=None if runner_at is None else _time(runner_at, f"{at}.runner_at"),
+        runner_at=runner_at,
         ending=Ending(_choice(item.get("ending"), f"{at}.ending", tuple(e.value for e in Ending))),
         conclusion=None if conclusion is None else _text(conclusion, f"{at}.conclusion"),
     )
@@ -244,19 +256,20 @@ def _text(value: object, at: str, limit: int = 1000) -> str:
 
 
 def _count(value: object, at: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Bad(f"{at}: must be a whole number >= 0, got {_shown(value)}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise _Bad(f"{at}: must be a whole number from 0 to {MAX_COUNT}, got {_shown(value)}")
     return value
 
 
 def _seconds(value: object, at: str) -> float:
+    # Compared, never converted, first: a 400-digit int has no float (OverflowError); NaN and
+    # infinity fail the comparison.
     if (
         isinstance(value, bool)
         or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value < 0
+        or not 0 <= value <= MAX_SECONDS
     ):
-        raise _Bad(f"{at}: must be seconds, a number >= 0, got {_shown(value)}")
+        raise _Bad(f"{at}: must be seconds, from 0 to {MAX_SECONDS:.0f}, got {_shown(value)}")
     return float(value)
 
 
@@ -274,6 +287,10 @@ def _time(value: object, at: str) -> datetime:
         parsed = None
     if parsed is None or parsed.tzinfo is None:
         raise _Bad(f"{at}: must be a UTC time like 2026-11-02T09:00:00Z, got {_shown(value)}")
+    # Compared before astimezone: 0001-01-01T00:00:00+14:00 in UTC is before year 1 (OverflowError).
+    if not EARLIEST <= parsed < LATEST:
+        years = f"{EARLIEST.year} to {LATEST.year - 1}"
+        raise _Bad(f"{at}: must be a time from {years} (UTC), got {_shown(value)}")
     return parsed.astimezone(UTC)
 
 
