@@ -100,7 +100,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "guard": Subcommand(
         f"{_COMMANDS}.guard",
         "the child's first step: check identity, parent and source",
-        reads=_GUARD_ENV + _RUN_ENV + _FILES_ENV,
+        reads=(*_GUARD_ENV, *_RUN_ENV, *_FILES_ENV, "RUNNER_NAME"),
     ),
     "simulate": Subcommand(
         f"{_COMMANDS}.simulate",

@@ -53,6 +53,7 @@ OPERATIONS = (
     ("post", "/repos/{owner}/{repo}/actions/runs/{run_id}/force-cancel"),
     ("get", "/repos/{owner}/{repo}/git/ref/{ref}"),
     ("get", "/repos/{owner}/{repo}/git/tags/{tag_sha}"),
+    ("get", "/repos/{owner}/{repo}/compare/{basehead}"),
     ("get", "/repos/{owner}/{repo}/contents/{path}"),
     ("get", "/rate_limit"),
 )

@@ -101,6 +101,8 @@ MAP_TESTS = (
     "tests/test_copies.py",
     "tests/test_github_client.py",
     "tests/test_guard.py",
+    "tests/test_guard_parent_ref.py",
+    "tests/test_guard_runner.py",
     "tests/test_hidden_rules.py",
     "tests/test_hosted.py",
     "tests/test_input_rules.py",

@@ -47,6 +47,7 @@ from tests.invariants import Observed
 from tests.script_files import load_file
 from tests.stats_support import history_world, run_stats, slow_first_spec
 from tests.test_fuzz_coordinator import Case, build_world, cases
+from tests.test_guard import PARENT_ID, dispatch_child, guard_environ
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = load_catalogue()
@@ -344,6 +345,63 @@ def test_preflight_stats_annotated_tags_and_the_quota_check_conform(server, caps
     _assert_conforms(report)
     used = {key.split(" ", 1)[1] for key in report.operations}
     assert {"GET /repos/{owner}/{repo}/git/tags/{tag_sha}", "GET /rate_limit"} <= used
+
+
+def _guard_reads(versions: frozenset[str], case: str) -> None:
+    """The guard with `coordinator-ref` read from the parent's branch name (the compare and the
+    tag ref) and its runner's name (its own job): the parent on the branch's head, on an older
+    commit with the coordinator changed on the branch since, or from a tag `main` (refused)."""
+    clock = FakeClock()
+    world = FakeGitHub(clock, api_versions=versions)
+    world.add_workflow()
+    world.add_workflow("runner-check.yml")
+    world.add_ref("heads/feature")
+    world.add_pool(GROUP, CPU16, runners=1)
+    parent = world.add_parent_run(PARENT_ID)
+    if case == "older":
+        world.change_workflow("runner-check.yml")
+    if case == "tag":
+        parent.head_sha, parent.event = world.add_ref("tags/main"), "push"
+    run_id = dispatch_child(world)
+    clock.sleep(10.0)  # its job is listed and a runner takes it
+    job = world.runs[run_id].job
+    assert job is not None
+    environ = guard_environ(
+        world,
+        run_id,
+        RUNNER_NAME=job.runner_name or "",
+        **{
+            "INPUT_COORDINATOR-WORKFLOW": "runner-check.yml",
+            "INPUT_COORDINATOR-REF": "refs/heads/main",
+        },
+    )
+    code = cli.main(["guard"], environ, clock=clock, session=world.session())
+    assert code == (1 if case == "tag" else 0), case
+
+
+@pytest.mark.parametrize("server", ["github.com", "older-server"])
+def test_the_guards_compare_tag_ref_and_own_job_reads_conform(server, capsys):
+    """Issue 44: the endpoints the guard reads to prove a parent's branch and its own runner."""
+    versions = API_VERSIONS if server == "github.com" else OLDER_SERVER
+    report = Report()
+    for case in ("head", "older", "tag"):
+        with capture() as exchanges:
+            _guard_reads(versions, case)
+        report.add(exchanges)
+        compares = [e for e in exchanges if "/compare/" in e.path]
+        assert [e.status for e in compares] == [200], case
+        tag_refs = [e.status for e in exchanges if e.path.endswith("/git/ref/tags/main")]
+        assert tag_refs == ([] if case == "tag" else [404]), case  # the tag: refused at compare
+        status = json.loads(compares[0].reply_body)["status"]
+        assert status == {"head": "identical", "older": "ahead", "tag": "behind"}[case]
+    capsys.readouterr()
+    _assert_conforms(report)
+    used = {key.split(" ", 1)[1] for key in report.operations}
+    assert {
+        "GET /repos/{owner}/{repo}/compare/{basehead}",
+        "GET /repos/{owner}/{repo}/git/ref/{ref}",
+        "GET /repos/{owner}/{repo}/actions/runs/{run_id}/attempts/{attempt_number}/jobs",
+    } <= used
 
 
 FUZZ_SHARDS = 4

@@ -6,10 +6,12 @@ workload, API faults of every kind with bounded counts, the repository's quota s
 workflows, at a random moment or inside a phase of the sequence (startup, queue, execution, a
 parent check, the cancellation proof, the lost-reply search), source/workflow changes, the parent
 cancelled or re-run, a SIGTERM, GitHub's own 2026 behaviours (`Platform`: re-queues after an
-assignment, runs that never get a job, a cancel that does not take)), runs `coordinate` and its
-post step through the simulation harness, and checks the invariants of DESIGN.md and the spec's
-bounds after every run (`tests.invariants.check_invariants`, `check_spec_bounds`, `check_truth`,
-and invariants 8 and 11: `check_no_child_left_for_quota`, `check_started_workloads`).
+assignment, runs that never get a job, a cancel that does not take, a job run on a second runner
+it never shows)), runs `coordinate` and its post step through the simulation harness, and checks
+the invariants of DESIGN.md and the spec's bounds after every run
+(`tests.invariants.check_invariants`, `check_spec_bounds`, `check_truth`, invariants 8 and 11:
+`check_no_child_left_for_quota`, `check_started_workloads`, and a second execution of a job
+never running its workload).
 
 A `Case` is plain data, so every bug the fuzzer finds is replayed by name in test_regressions.py.
 Profiles (`RQF_FUZZ_PROFILE`): `ci` (default, derandomized) and `nightly` (see conftest.py).
@@ -44,6 +46,7 @@ from runner_queue_fallback.core.errors import Interrupted
 from runner_queue_fallback.core.hosted import HOSTED_EXAMPLES
 from runner_queue_fallback.core.inputs import PoolSettings, env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import Candidate, load_profiles
+from runner_queue_fallback.fake_github import WorkerContext, WorkerHook
 from runner_queue_fallback.fake_github.faults import FAULT_KINDS, Fault, FaultPlan
 from runner_queue_fallback.fake_github.model import (
     FakeRun,
@@ -254,6 +257,19 @@ def _add_pool(world: FakeGitHub, pool: PoolPlan) -> None:
         world.add_pool(pool.group, pool.labels, runners=pool.runners, busy=pool.busy)
 
 
+def _planted_runner(hook: WorkerHook, plant: int) -> WorkerHook:
+    """The guard's RUNNER_NAME carries the plant, as the runner's name does in every job GitHub
+    shows (`plant_rule`): one name, read from the runner and from GitHub."""
+
+    def planted(context: WorkerContext) -> bool:
+        environ = dict(context.environ)
+        if environ.get("RUNNER_NAME"):
+            environ["RUNNER_NAME"] += PLANTS[plant]
+        return hook(replace(context, environ=environ))
+
+    return planted
+
+
 def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeGitHub, str]:
     """The fake repository of `case`, with the real guard as the child's first step."""
     world = FakeGitHub(
@@ -267,9 +283,8 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
         direct=True,  # requests' own path is under test elsewhere; here it would cost a third
     )
     if case.guard and GUARD:
-        world.on_worker_start = guard_hook(
-            world, clock, observed.guard_logs, main=_recording_main(clock, observed)
-        )
+        hook = guard_hook(world, clock, observed.guard_logs, main=_recording_main(clock, observed))
+        world.on_worker_start = hook if case.plant is None else _planted_runner(hook, case.plant)
     world, sha = standard_world(clock, world)
     rules = [plant_rule(PLANTS[case.plant])] if case.plant is not None else []
     rules += [lag_rule(case.lag_reads)] if case.lag_reads else []
@@ -445,6 +460,10 @@ def execute(case: Case) -> Outcome:
         listing_delay=case.timings.listing_delay,
     )
     check_no_child_left_for_quota(world, run, observed, other_trouble=other_trouble(outcome))
+    # Issue 44: a job GitHub runs on a second runner (`Platform.twice`) runs its workload once;
+    # the guard there finds the job shown on the other runner and refuses.
+    for kid in world.history.values():
+        assert kid.second_guard_passed is not True, (kid.run_id, kid.second_runner)
     return outcome
 
 
@@ -629,6 +648,7 @@ _PLATFORM: dict[str, st.SearchStrategy[Any]] = {
     "requeue_after": weighted((3, 60.0), (1, 20.0), (1, 90.0)),
     "zombies": weighted((12, ()), (1, (1,)), (1, (2,))),
     "unheeded_cancel": weighted((6, False), (1, True)),
+    "twice": weighted((12, ()), (1, (1,)), (1, (2,))),
 }
 _QUOTA_PHASE = weighted((12, None), *((PHASE_WEIGHTS.get(p, 1), p) for p in QUOTA_PHASES))
 _NTH = weighted((3, 1), (1, 2))

@@ -296,9 +296,12 @@ def _runner_env(world: FakeGitHub, url: str, run_id: int, tmp_path: Path) -> dic
 
 
 def _run_composite_step(
-    env: dict[str, str], values: dict[str, str]
+    env: dict[str, str], values: dict[str, str], runner: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    """The composite's guard step: its env with ${{ inputs.* }} filled in, its script in bash."""
+    """The composite's guard step: its env with ${{ inputs.* }} filled in, its script in bash.
+
+    `runner`: the runner context's `name` (`${{ runner.name }}`).
+    """
     step = _guard_step()
     filled = {}
     for name, value in step["env"].items():
@@ -307,6 +310,8 @@ def _run_composite_step(
         ref = expression[1]
         if ref.startswith("inputs."):
             filled[name] = values[ref.removeprefix("inputs.")]
+        elif ref == "runner.name":
+            filled[name] = runner
         else:
             assert ref == "steps.venv.outputs.python"
             filled[name] = sys.executable  # the venv prepare_venv.py makes: here, the test's own
@@ -323,14 +328,19 @@ def _run_composite_step(
 
 
 def _run_docker_entrypoint(
-    env: dict[str, str], values: dict[str, str]
+    env: dict[str, str], values: dict[str, str], runner: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    """The Docker form: the runner sets INPUT_<NAME> for every declared input, then the entrypoint."""
+    """The Docker form: the runner sets INPUT_<NAME> for every declared input, then the entrypoint.
+
+    `runner`: the runner's name, which the runner hands the container as RUNNER_NAME with the
+    rest of the runner context (a Docker action's `runs.env` cannot use that context).
+    """
     declared = _load(DOCKER)["inputs"]
     inputs = {env_name(name): values[name] for name in declared}
+    named = {"RUNNER_NAME": runner} if runner else {}
     return subprocess.run(
         [sys.executable, "-I", "-m", "runner_queue_fallback", "guard"],
-        env={**env, **inputs},
+        env={**env, **inputs, **named},
         capture_output=True,
         text=True,
         check=False,
@@ -350,11 +360,36 @@ def test_both_forms_pass_a_genuine_child(served, tmp_path, form):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Guard passed: the workload may start" in result.stdout
     summary = (tmp_path / "summary.md").read_text()
-    assert summary.count("| pass |") == 6  # attempt, request id, identity, parent, first, source
+    # attempt, request id, identity, parent, first, source, runner
+    assert summary.count("| pass |") == 7
     assert TOKEN not in summary
     assert [line for line in result.stdout.splitlines() if TOKEN in line] == [
         f"::add-mask::{TOKEN}"
     ]
+
+
+def test_the_composite_passes_the_runner_context_s_name_to_the_guard():
+    """The guard compares its runner with the one GitHub shows: the step hands it the name."""
+    assert _guard_step()["env"]["RUNNER_NAME"] == "${{ runner.name }}"
+
+
+@pytest.mark.parametrize("form", FORMS)
+def test_both_forms_compare_the_runner_they_run_on_with_the_one_github_shows(
+    served, tmp_path, form
+):
+    """The job got runner linux-amd64-cpu16-001: the guard there reads that name and passes."""
+    world, url = served
+    world.add_pool("nv-cpu-general", "linux-amd64-cpu16", runners=1)
+    run_id = dispatch_child(world)
+    world.clock.sleep(10.0)  # listed at 2 s, and a runner takes it
+    job = world.runs[run_id].job
+    assert job is not None
+    assert job.runner_name == "linux-amd64-cpu16-001"
+    env = _runner_env(world, url, run_id, tmp_path)
+    result = FORMS[form](env, _with(world), runner="linux-amd64-cpu16-001")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "child runner holds (the job worker shown on this runner, " in result.stdout
+    assert "'linux-amd64-cpu16-001')" in result.stdout
 
 
 @pytest.mark.parametrize("form", FORMS)

@@ -754,8 +754,9 @@ def fill(value: str, values: dict[str, str], outputs: dict[str, dict[str, str]])
     for term in (part.strip() for part in expression[1].split("||")):
         if term.startswith("inputs."):
             found = values.get(term.removeprefix("inputs."), "")  # the runner's default: empty
-        elif term.startswith("job."):
-            found = values.get(term, "")  # the job context: empty outside a container job
+        elif term.startswith(("job.", "runner.")):
+            # the job context: empty outside a container job; the runner's name: none here
+            found = values.get(term, "")
         else:
             _, step_id, _, name = term.split(".", 3)
             found = outputs.get(step_id, {}).get(name, "")

@@ -323,3 +323,35 @@ def test_loopback_answers_a_versionless_dispatch_with_a_bare_204():
         assert "Content-Length" not in reply.headers
         again = http.get(f"{url}{REPO}/actions/runs/4242", headers=bare, timeout=10)
         assert again.json()["id"] == 4242  # the kept-alive connection still reads right
+
+
+def test_the_compare_endpoint_reads_names_as_git_does_and_says_how_head_stands():
+    """`GET .../compare/{base}...{head}` (issue 44): identical, ahead, behind, diverged from the
+    commits' parents; a bare name is a tag before a branch (git's order), a full ref is exact;
+    a name that resolves to nothing is 404."""
+    clock = FakeClock()
+    world = make_world(clock)
+    old = world.refs["heads/main"]
+    tag = world.add_ref("tags/main")  # a commit on top of main's, under a tag named main
+    world.change_workflow("runner-worker.yml", "main")
+    new = world.refs["heads/main"]
+
+    def compare(basehead: str) -> tuple[int, Any]:
+        reply = get(world, f"/compare/{basehead}")
+        return reply.status, json.loads(reply.body)
+
+    status, body = compare(f"{old}...refs/heads/main")
+    assert (status, body["status"], body["ahead_by"], body["behind_by"]) == (200, "ahead", 1, 0)
+    assert [c["sha"] for c in body["commits"]] == [new]
+    assert [c["sha"] for c in body["commits"][0]["parents"]] == [old]
+    assert [(f["filename"], f["status"]) for f in body["files"]] == [
+        (".github/workflows/runner-worker.yml", "modified")
+    ]
+    assert compare(f"{new}...refs/heads/main")[1]["status"] == "identical"
+    assert compare(f"{tag}...refs/heads/main")[1]["status"] == "diverged"
+    assert compare(f"{new}...{old}")[1]["status"] == "behind"
+    assert [c["sha"] for c in compare(f"{old}...main")[1]["commits"]] == [tag]  # not `new`
+    _, bare = compare(f"{new}...main")  # the tag `main`, not the branch
+    assert (bare["status"], bare["merge_base_commit"]["sha"]) == ("diverged", old)
+    assert compare(f"{old}...refs/heads/nowhere")[0] == 404
+    assert compare(f"{old}..refs/heads/main")[0] == 404

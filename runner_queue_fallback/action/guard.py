@@ -2,28 +2,32 @@
 
     attempt, request id (no API request) -> own run identity -> parent run active, of the
     coordinator workflow in this repository (at coordinator-ref), started before this child ->
-    no earlier run bearing the request id -> source ref at source-sha
+    no earlier run bearing the request id -> source ref at source-sha -> own job on this runner
 
 What it proves: this run is attempt 1 of a `workflow_dispatch` whose run-name is a request id the
 coordinator format makes for exactly the parent run and attempt named by the inputs; that parent
 is in progress at that attempt (and, with `coordinator-workflow`, a run of that workflow file of
-this repository; with `coordinator-ref`, from that ref); the child was created after that attempt
-started; it is the earliest run bearing its request id (a copy of a live child's inputs is
-later); and the source ref still points at the approved SHA. What it cannot prove: that the
-coordinator, and not a person who may dispatch the child, sent the dispatch (see the README's
-trust model).
+this repository; with `coordinator-ref`, from that ref: a ref read from the run's branch name is
+proven, its commit on that branch and no tag of that name); the child was created after that
+attempt started; it is the earliest run bearing its request id (a copy of a live child's inputs
+is later); the source ref still points at the approved SHA; and GitHub shows the run's one job
+`worker` on this runner (a second execution of the job elsewhere is refused). What it cannot
+prove: that the coordinator, and not a person who may dispatch the child, sent the dispatch (see
+the README's trust model).
 
 Every check must hold. All requests and retries share one startup deadline, 2 minutes from the
 guard's start (spec: "The worker guard uses the same initial check before allowing workload
 code ... Expiry blocks dispatch or workload execution"). A 404 for the child's own run or the
-parent is tolerated within it, polled every 5 s; anything else that is wrong refuses at once.
+parent is tolerated within it, polled every 5 s; a job shown on another runner is read once more
+5 s later; anything else that is wrong refuses at once.
 
-Long (454 lines) because every check of the guard (identity, request id, parent, coordinator ref,
-copies, source) shares one 2-minute deadline and one report.
+Long (577 lines) because every check of the guard (identity, request id, parent, coordinator
+ref, copies, source, runner) shares one 2-minute deadline and one report.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -53,11 +57,17 @@ IDENTITY = "child identity"
 PARENT = "parent run"
 ORIGINAL = "first run of the request"
 SOURCE = "source ref"
+RUNNER = "child runner"
 #: The checks in the order the guard runs them.
-CHECKS = (ATTEMPT, REQUEST, IDENTITY, PARENT, ORIGINAL, SOURCE)
+CHECKS = (ATTEMPT, REQUEST, IDENTITY, PARENT, ORIGINAL, SOURCE, RUNNER)
 #: The events whose run names its own repository's branch in `head_branch` (a pull request's
 #: `head_branch` is the branch it comes from, in whatever repository that is).
 _BRANCH_EVENTS = frozenset({"workflow_dispatch", "push", "schedule"})
+#: What the compare API answers when the branch holds the commit: the branch is that commit, or
+#: has gone on from it.
+_ON_BRANCH = frozenset({"identical", "ahead"})
+#: The child's one job, by the name the coordinator and `lint` require.
+_WORKER_JOB = "worker"
 
 _RERUN_ADVICE = "Do not rerun a child directly; rerun its parent instead."
 _IDENTITY_ADVICE = (
@@ -81,6 +91,20 @@ _COORDINATOR_ADVICE = (
 _REF_ADVICE = (
     "The parent named by parent-run-id is not shown to have run its workflow from the ref this "
     "child trusts (the guard's coordinator-ref input); the workload must not start."
+)
+_BRANCH_ADVICE = (
+    f"{_REF_ADVICE} A run's reply names no ref: a run started from a tag shows the tag's name as "
+    "its head branch, so a ref read from that name holds only when the run's commit is on the "
+    "branch and no tag of that name exists."
+)
+_RUNNER_ADVICE = (
+    "GitHub shows this job on another runner: this is a second execution of the same job (GitHub "
+    "has run one job on two runners, actions/runner#3010), and the workload runs only on the "
+    "runner GitHub shows."
+)
+_WORKER_ADVICE = (
+    "The child has exactly one job, `worker` (the coordinator and `lint` require it); GitHub "
+    "shows another set of jobs for this run attempt, so the workload is blocked."
 )
 _COPY_ADVICE = (
     "Another run bearing this request id was created before this one: the coordinator "
@@ -212,6 +236,7 @@ class Guard:
             PARENT: self._check_parent,
             ORIGINAL: self._check_original,
             SOURCE: self._check_source,
+            RUNNER: self._check_runner,
         }
         refusal: GuardRefused | None = None
         for name, step in steps.items():
@@ -249,6 +274,14 @@ class Guard:
                 "attempt started"
             ),
             SOURCE: f"{i.source_ref} at {i.source_sha}",
+            RUNNER: (
+                f"the job {_WORKER_JOB} of run {self.ctx.run_id} attempt {self.ctx.run_attempt} "
+                + (
+                    f"shown on this runner, {self.ctx.runner_name!r}"
+                    if self.ctx.runner_name
+                    else "(this runner's name unknown: not compared)"
+                )
+            ),
         }
 
     def _refuse(self, name: str, observed: str, advice: str) -> GuardRefused:
@@ -347,7 +380,45 @@ class Guard:
             observed += f", at {ref} ({why})"
             if ref != i.coordinator_ref:
                 raise self._refuse(PARENT, observed, _REF_ADVICE)
+            if _path_ref(run) is None:  # read from `head_branch`, a tag's name as well
+                observed = self._prove_branch(run, ref.removeprefix("refs/heads/"), observed)
         return observed
+
+    def _prove_branch(self, run: WorkflowRun, branch: str, observed: str) -> str:
+        """The parent's commit is on `branch` and no tag of that name exists (two requests).
+
+        A run's reply has no ref field: started from a tag (a push of it, or a dispatch on it),
+        its `head_branch` is the tag's short name, which `_workflow_ref` reads as a branch. The
+        compare API names the branch in full (a bare name is read as a tag first): the branch is
+        the run's commit or has gone on from it. Any commit ever on the branch passes, an old
+        coordinator included; and the tag's absence is read now, not when the run started.
+        """
+        sha = run.head_sha
+        if not re.fullmatch(r"[0-9a-f]{40}", sha):
+            raise self._refuse(
+                PARENT, f"{observed}, its head_sha {sha!r} is no commit SHA", _BRANCH_ADVICE
+            )
+        full = f"refs/heads/{branch}"
+        try:
+            comparison = self.client.compare_commits(sha, full, deadline=self._deadline)
+        except NotFound:
+            observed += f", but comparing its commit {sha} with {full} finds nothing (HTTP 404)"
+            raise self._refuse(PARENT, observed, _BRANCH_ADVICE) from None
+        if comparison.status not in _ON_BRANCH:
+            observed += (
+                f", but its commit {sha} is not on {full} ({comparison.status}: "
+                f"{comparison.behind_by} commit(s) of it are not on the branch)"
+            )
+            raise self._refuse(PARENT, observed, _BRANCH_ADVICE)
+        on = f"{comparison.ahead_by} commit(s) behind the branch's head"
+        if comparison.status == "identical":
+            on = "the branch's head"
+        try:
+            tag = self.client.get_ref_sha(f"refs/tags/{branch}", deadline=self._deadline)
+        except NotFound:
+            return f"{observed}, its commit {sha} on {full} ({on}), no tag {branch!r}"
+        observed += f", but a tag {branch!r} exists too (refs/tags/{branch} at {tag})"
+        raise self._refuse(PARENT, observed, _BRANCH_ADVICE)
 
     def _check_original(self) -> str:
         """No earlier run bears this request id: read every run since the parent attempt started.
@@ -394,6 +465,51 @@ class Guard:
             raise self._refuse(SOURCE, observed, _SOURCE_ADVICE)
         return observed
 
+    def _check_runner(self) -> str:
+        """GitHub shows this run's one job `worker` on this runner (RUNNER_NAME).
+
+        GitHub has run one job on two runners at once (actions/runner#3010); the copy on a
+        runner GitHub does not show is refused. GitHub also re-queues a job its runner does not
+        pick up within 60 s to another runner (GitHub's docs, "Routing precedence for self-hosted
+        runners"), so a job shown elsewhere is read once more 5 s later (within the deadline)
+        before the guard refuses. Without the runner's name, or while the job shows no
+        runner, there is nothing to compare: the check says so and holds.
+        """
+        name = self.ctx.runner_name
+        if not name:
+            return "RUNNER_NAME not set: the runner is not compared (no request)"
+        shown = self._shown_runner()
+        if shown and shown != name:
+            self.reporter.log(
+                f"Guard: GitHub shows the job {_WORKER_JOB} on runner {shown!r}, this is "
+                f"{name!r}; reading it again in 5s (a re-queued job moves to another runner)"
+            )
+            left = self._deadline - self.clock.monotonic()
+            self.clock.sleep(max(0.0, min(timing.STARTUP_POLL_SECONDS, left)))
+            shown = self._shown_runner()
+        if not shown:
+            return f"the job {_WORKER_JOB} shows no runner: not compared with {name!r}"
+        if shown != name:
+            observed = (
+                f"the job {_WORKER_JOB} shown on runner {shown!r} at a second read, and this is "
+                f"runner {name!r}: a second execution of one job (actions/runner#3010)"
+            )
+            raise self._refuse(RUNNER, observed, _RUNNER_ADVICE)
+        return f"the job {_WORKER_JOB} shown on this runner, {name!r}"
+
+    def _shown_runner(self) -> str:
+        """The runner GitHub shows for this run attempt's one job `worker` ("" for none)."""
+        ctx = self.ctx
+        jobs = self.client.list_attempt_jobs(ctx.run_id, ctx.run_attempt, deadline=self._deadline)
+        workers = [job for job in jobs if job.name == _WORKER_JOB]
+        if len(workers) != 1:
+            observed = (
+                f"{len(workers)} job(s) named {_WORKER_JOB} among the {len(jobs)} of run "
+                f"{ctx.run_id} attempt {ctx.run_attempt}"
+            )
+            raise self._refuse(RUNNER, observed, _WORKER_ADVICE)
+        return workers[0].runner_name or ""
+
 
 def _workflow_file(run: WorkflowRun, repository: str) -> str:
     """The file name of the run's workflow in `repository`; empty for a path of any other form.
@@ -423,9 +539,10 @@ def _workflow_ref(run: WorkflowRun, repository: str) -> tuple[str | None, str]:
     """
     if not _workflow_file(run, repository):
         return None, f"its workflow path {run.path!r} is no workflow file of {repository}"
+    full = _path_ref(run)
+    if full is not None:
+        return full, "the @ref of its workflow path"
     _, at, ref = run.path.partition("@")
-    if at and ref.startswith("refs/"):
-        return ref, "the @ref of its workflow path"
     head = run.head_repository.full_name if run.head_repository is not None else None
     if head is None or head.lower() != repository.lower():
         return None, f"its workflow ref is unknown: its code comes from {head!r}, not {repository}"
@@ -440,6 +557,12 @@ def _workflow_ref(run: WorkflowRun, repository: str) -> tuple[str | None, str]:
             f"{run.path!r}"
         )
     return f"refs/heads/{run.head_branch}", f"the head branch of its {run.event} run"
+
+
+def _path_ref(run: WorkflowRun) -> str | None:
+    """The full ref after the `@` of the run's workflow path (`...x.yml@refs/heads/main`), if any."""
+    _, at, ref = run.path.partition("@")
+    return ref if at and ref.startswith("refs/") else None
 
 
 def _api_failure(error: GitHubError) -> tuple[str, str]:

@@ -90,8 +90,9 @@ FIX_COORDINATOR_PERMISSIONS = (
 #: A 403 (not a rate limit) for a request of the guard, which runs with the child's token.
 FIX_CHILD_PERMISSIONS = (
     "Fix: give the child workflow (the worker job) `permissions: {actions: read, contents: read}`; "
-    "the guard reads its own run, its workflow's runs (to refuse copies), the parent run and the "
-    "source ref with the child's token."
+    "the guard reads its own run and its job, its workflow's runs (to refuse copies), the parent "
+    "run (with `coordinator-ref`, also a comparison and a tag ref) and the source ref with the "
+    "child's token."
 )
 #: A 404 for the child workflow file at workflow-ref.
 FIX_CHILD_FILE = (

@@ -5,7 +5,7 @@ through time. It catches up with the shared clock whenever the clock moves (`on_
 every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
 (the worker hook making requests or sleeping) sees the model as it is and returns.
 
-Long (707 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
+Long (710 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
 cancels) moves runs and jobs through one timeline.
 """
 
@@ -322,6 +322,7 @@ class ActionsModel(RepoContent, HookRunner):
         self.runs[run_id] = run
         self.history[run_id] = history
         self.children_made += 1
+        run.twice = self.children_made in self.platform.twice
         if self.children_made in self.platform.zombies:  # queued for good, with no job
             run.zombie, run.job_at, history.job_queued_at = True, None, float("inf")
             return run
@@ -614,6 +615,8 @@ class ActionsModel(RepoContent, HookRunner):
             self._events.push(
                 t + self.timings.guard_duration, lambda: self._guard_done(run, passed=True)
             )
+        elif run.twice:  # the same job's steps start on a second runner (`Platform.twice`)
+            self._queue_hook(run, runner=f"{run.job.runner_name}-2")
 
     def _guard_done(self, run: FakeRun, *, passed: bool) -> None:
         if run.finished or run.job is None or run.history is None:

@@ -1,7 +1,9 @@
 """The worker hook: what runs when a child's first step (the guard) starts, and on whose timeline.
 
 When the model reaches a guard's start it stops there, hands the hook a `WorkerContext` (the
-guard's inputs and environment, as a runner would give them) and continues once the hook returns.
+guard's inputs and environment, as a runner would give them, its runner's name included) and
+continues once the hook returns. A job GitHub runs twice (`Platform.twice`) has a second hook, on
+a runner the job never shows, whose result is only recorded.
 While a hook runs, the model's target is the hook's own timeline: its start plus however far the
 clock moved since (the hook's sleeps), so the guard sees the world as it was when it started.
 Hooks run one at a time, outermost; a reentrant catch-up (the hook making requests) returns.
@@ -55,7 +57,8 @@ class HookRunner:
         self.on_worker_start = on_worker_start
         self.worker_token = worker_token
         self.hook_errors: list[BaseException] = []
-        self._pending_hooks: list[int] = []
+        #: run ids whose guard starts, each with the name of a second runner (None: its own)
+        self._pending_hooks: list[tuple[int, str | None]] = []
         self._catching = False
         self._hook_depth = 0
         self._hook_base: tuple[float, float] | None = None
@@ -75,27 +78,35 @@ class HookRunner:
             with self._lock:
                 if not self._advance_locked() or self._hook_depth:
                     return  # reentrant, or inside a hook: hooks run one at a time, outermost
-                run = self._next_hook()
-                if run is None:
+                due = self._next_hook()
+                if due is None:
                     return
+                run, second = due
                 self._hook_depth += 1
                 saved, self._hook_base = self._hook_base, (self._time, self.clock.monotonic())
             try:
-                passed = self._call_hook(self._worker_context(run))
+                passed = self._call_hook(self._worker_context(run, second))
             finally:
                 with self._lock:
                     self._advance_locked()
                     self._hook_base = saved
                     self._hook_depth -= 1
             with self._lock:
+                if second is not None:  # the job's second execution: recorded, nothing else
+                    if run.history is not None:
+                        run.history.second_runner, run.history.second_guard_passed = second, passed
+                    continue
                 self._guard_done(run, passed=passed)
                 self._allocate()
 
-    def _queue_hook(self, run: FakeRun) -> bool:
-        """Queue the hook for `run`'s guard, which starts now; False if there is no hook."""
+    def _queue_hook(self, run: FakeRun, *, runner: str | None = None) -> bool:
+        """Queue the hook for `run`'s guard, which starts now; False if there is no hook.
+
+        `runner`: the guard of a second execution of the job, on that runner.
+        """
         if self.on_worker_start is None:
             return False
-        self._pending_hooks.append(run.id)
+        self._pending_hooks.append((run.id, runner))
         return True
 
     def _hook_due(self) -> bool:
@@ -119,12 +130,13 @@ class HookRunner:
         model_start, clock_start = self._hook_base
         return model_start + max(0.0, self.clock.monotonic() - clock_start)
 
-    def _next_hook(self) -> FakeRun | None:
+    def _next_hook(self) -> tuple[FakeRun, str | None] | None:
         with self._lock:
             while self._pending_hooks:
-                run = self.runs[self._pending_hooks.pop(0)]
+                run_id, runner = self._pending_hooks.pop(0)
+                run = self.runs[run_id]
                 if not run.finished:
-                    return run
+                    return run, runner
             return None
 
     def _call_hook(self, context: WorkerContext) -> bool:
@@ -135,7 +147,10 @@ class HookRunner:
             self.hook_errors.append(exc)
             return False
 
-    def _worker_context(self, run: FakeRun) -> WorkerContext:
+    def _worker_context(self, run: FakeRun, runner: str | None = None) -> WorkerContext:
+        """What the guard step sees; `runner`: a second runner's name (else the job's own)."""
+        if runner is None:
+            runner = run.job.runner_name if run.job is not None else None
         environ = {
             "GITHUB_RUN_ID": str(run.id),
             "GITHUB_RUN_ATTEMPT": str(run.attempt),
@@ -150,6 +165,7 @@ class HookRunner:
                 f"{self.repository}/.github/workflows/{run.workflow_file}"
                 f"@refs/heads/{run.head_branch}"
             ),
+            "RUNNER_NAME": runner or "",
             "INPUT_TOKEN": self.worker_token,
         }
         for name in GUARD_INPUTS:

@@ -162,7 +162,10 @@ class Platform:
     `queued` with no job, and their cancel and force-cancel answer 409 "Cannot cancel a workflow
     run that has not been queued yet." (actions/runner#3872). `unheeded_cancel`: a plain cancel
     of a run whose job has no runner is accepted (202) and changes nothing; only a force-cancel
-    ends it (gjsify/gjsify#1548: 20 minutes queued until a force-cancel).
+    ends it (gjsify/gjsify#1548: 20 minutes queued until a force-cancel). `twice`: the n-th
+    children dispatched whose job GitHub runs on two runners (actions/runner#3010, #3544, #4179):
+    when its steps start on the runner the job shows, a second runner, which the job never
+    shows, starts them too (its guard runs; its workload would, were the guard to pass).
     """
 
     __pydantic_config__: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
@@ -172,6 +175,7 @@ class Platform:
     requeue_after: float = 60.0
     zombies: tuple[int, ...] = ()
     unheeded_cancel: bool = False
+    twice: tuple[int, ...] = ()
 
 
 DEFAULT_PLATFORM = Platform()
@@ -275,6 +279,10 @@ class RunHistory:
     cancel_requests: list[CancelRequest] = field(default_factory=list)
     #: when GitHub re-queued the job because its assigned runner never picked it up
     requeued_at: list[float] = field(default_factory=list)
+    #: the runner the job never shows that ran it too (`Platform.twice`), and whether the guard
+    #: there passed (the workload would have run a second time)
+    second_runner: str | None = None
+    second_guard_passed: bool | None = None
 
 
 @dataclass
@@ -336,6 +344,7 @@ class FakeRun:
     finished: bool = False  # the job really ended (lagged reports may still say otherwise)
     ready_at: float = 0.0  # no runner may take the job before this (a pool's drawn wait)
     zombie: bool = False  # never shows a job; cancel and force-cancel answer 409 (`Platform`)
+    twice: bool = False  # its job also runs on a runner the job never shows (`Platform`)
     requeues_left: int = 0  # runners still to be assigned the job that will not pick it up
     #: the assignment that will be re-queued: (since, runner name, shown on the job)
     stale: tuple[float, str, bool] | None = None

@@ -1,14 +1,23 @@
-"""GitHub's 2026-03-10 JSON shapes for the model's objects (checked against the official models)."""
+"""GitHub's 2026-03-10 JSON shapes for the model's objects (checked against the official models).
+
+Long (421 lines) because every object the fake serves (runs, jobs, refs, tags, files, comparisons)
+is written with the same repository URLs, clock and shared user and repository.
+"""
 
 from __future__ import annotations
 
 import base64
 import copy
+import difflib
 import json
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
 from runner_queue_fallback.fake_github.model import FakeJob, FakeRun, FakeStep, WorkflowFile
+from runner_queue_fallback.fake_github.repo import Comparison
+
+Tree = Mapping[str, WorkflowFile]
 
 __all__ = ["Renderer"]
 
@@ -289,6 +298,101 @@ class Renderer:
                 "url": f"{self.repo_api}/git/commits/{commit}",
             },
         }
+
+    def comparison(
+        self,
+        basehead: str,
+        found: Comparison,
+        trees: Mapping[str, Tree],
+        parents: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """A commit-comparison, as GitHub answers it unpaginated.
+
+        The base, the merge base, head's own commits (oldest first, at most 250) and the files
+        that differ between the two trees.
+        """
+        web = f"{self.server_url}/{self.repository}/compare/{basehead}"
+        owner, base, head = self.owner, found.base, found.head
+
+        def commit(sha: str) -> dict[str, Any]:
+            return self._full_commit(sha, parents.get(sha))
+
+        return {
+            "url": f"{self.repo_api}/compare/{basehead}",
+            "html_url": web,
+            "permalink_url": (
+                f"{self.server_url}/{self.repository}/compare/{owner}:{base}...{owner}:{head}"
+            ),
+            "diff_url": f"{web}.diff",
+            "patch_url": f"{web}.patch",
+            "base_commit": commit(base),
+            "merge_base_commit": commit(found.merge_base),
+            "status": found.status,
+            "ahead_by": len(found.ahead),
+            "behind_by": found.behind_by,
+            "total_commits": len(found.ahead),
+            "commits": [commit(sha) for sha in found.ahead[:250]],
+            "files": self._changed_files(trees[base], trees[head], head),
+        }
+
+    def _full_commit(self, sha: str, parent: str | None) -> dict[str, Any]:
+        """A commit, as the compare endpoint lists it (no stats, no files)."""
+        url = f"{self.repo_api}/commits/{sha}"
+        person = {"name": "Mona Lisa", "email": "mona@github.test", "date": self.time(0.0)}
+        parents = [] if parent is None else [parent]
+        return {
+            "url": url,
+            "sha": sha,
+            "node_id": f"C_sim{sha[:12]}",
+            "html_url": f"{self.server_url}/{self.repository}/commit/{sha}",
+            "comments_url": f"{url}/comments",
+            "commit": {
+                "url": f"{self.repo_api}/git/commits/{sha}",
+                "author": person,
+                "committer": person,
+                "message": "Update workflows",
+                "comment_count": 0,
+                "tree": {"sha": sha[::-1], "url": f"{self.repo_api}/git/trees/{sha[::-1]}"},
+            },
+            "author": self._user,
+            "committer": self._user,
+            "parents": [
+                {
+                    "sha": p,
+                    "url": f"{self.repo_api}/commits/{p}",
+                    "html_url": f"{self.server_url}/{self.repository}/commit/{p}",
+                }
+                for p in parents
+            ],
+        }
+
+    def _changed_files(self, old: Tree, new: Tree, head: str) -> list[dict[str, Any]]:
+        """The diff-entries of the files that differ between two trees, by path."""
+        entries = []
+        for path in sorted(set(old) | set(new)):
+            before, after = old.get(path), new.get(path)
+            if before is not None and after is not None and before.sha == after.sha:
+                continue
+            a = [] if before is None else before.content.splitlines()
+            b = [] if after is None else after.content.splitlines()
+            ops = difflib.SequenceMatcher(None, a, b).get_opcodes()
+            added = sum(j2 - j1 for tag, _, _, j1, j2 in ops if tag in {"replace", "insert"})
+            removed = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag in {"replace", "delete"})
+            status = "added" if before is None else "removed" if after is None else "modified"
+            entries.append(
+                {
+                    "sha": None if after is None else after.sha,
+                    "filename": path,
+                    "status": status,
+                    "additions": added,
+                    "deletions": removed,
+                    "changes": added + removed,
+                    "blob_url": f"{self.server_url}/{self.repository}/blob/{head}/{path}",
+                    "raw_url": f"{self.server_url}/{self.repository}/raw/{head}/{path}",
+                    "contents_url": f"{self.repo_api}/contents/{path}?ref={head}",
+                }
+            )
+        return entries
 
     def content_file(self, path: str, ref: str, wf: WorkflowFile) -> dict[str, Any]:
         """A content-file (`sha` is the blob SHA)."""

@@ -1,8 +1,10 @@
 """Repository content of the fake GitHub: refs, annotated tags, commits and workflow files.
 
 `RepoContent` is the part of the model that does not move by itself: branches and tags point at
-commits, commits hold workflow files. Changes can be scheduled for a virtual time; when they land
-is the Actions model's business (`_at`), what they do is this module's.
+commits, commits hold workflow files and name their parent (every new commit has one: the commit
+its branch pointed at, or the default branch's for a new ref; the first has none), so two commits
+can be compared as GitHub's compare endpoint does. Changes can be scheduled for a virtual time;
+when they land is the Actions model's business (`_at`), what they do is this module's.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ from __future__ import annotations
 import itertools
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from runner_queue_fallback.fake_github.model import WorkflowFile, fake_commit_sha
 
-__all__ = ["CHILD_INPUTS", "RepoContent"]
+__all__ = ["CHILD_INPUTS", "Comparison", "RepoContent"]
 
 #: The seven inputs of the child workflow in the specification.
 CHILD_INPUTS = (
@@ -63,6 +65,22 @@ def workflow_text(
     return "\n".join(lines) + ("" if revision == 0 else f"\n# revision {revision}") + "\n"
 
 
+@dataclass(frozen=True)
+class Comparison:
+    """How `head` stands to `base`, as `GET .../compare/{base}...{head}` tells it.
+
+    `status`: `identical` (the same commit), `ahead` (head has commits base has not, and base
+    none that head has not), `behind` (the reverse) or `diverged` (both have their own).
+    """
+
+    base: str  # the commit SHAs the two names resolved to
+    head: str
+    merge_base: str
+    status: str
+    ahead: tuple[str, ...]  # head's own commits, oldest first
+    behind_by: int
+
+
 class RepoContent:
     """Refs, commits (each a tree of workflow files) and annotated tag objects of one repository."""
 
@@ -71,6 +89,8 @@ class RepoContent:
         self.default_branch = default_branch
         self.refs: dict[str, str] = {}
         self.commits: dict[str, dict[str, WorkflowFile]] = {}
+        #: commit SHA -> its parent's (the first commit has none)
+        self.parents: dict[str, str] = {}
         #: annotated tag objects: tag object SHA -> (tag name, commit SHA it points at)
         self.tag_objects: dict[str, tuple[str, str]] = {}
         self.workflow_ids: dict[str, int] = {}
@@ -90,9 +110,17 @@ class RepoContent:
         with self._lock:
             base = self.refs.get(f"heads/{self.default_branch}")
             sha = sha or fake_commit_sha(ref, len(self.commits))
-            self.commits.setdefault(sha, dict(self.commits.get(base or "", {})))
+            self._new_commit(sha, base)
             self.refs[ref] = sha
             return sha
+
+    def _new_commit(self, sha: str, parent: str | None) -> None:
+        """Make `sha` a commit on top of `parent` (same tree) unless it exists already."""
+        if sha in self.commits:
+            return
+        self.commits[sha] = dict(self.commits.get(parent or "", {}))
+        if parent is not None:
+            self.parents[sha] = parent
 
     def add_annotated_tag(self, name: str, commit: str | None = None) -> str:
         """Create `tags/<name>` as an annotated tag: the ref points at a tag object, not a commit."""
@@ -108,7 +136,7 @@ class RepoContent:
         sha = new_sha or fake_commit_sha(ref, "moved", len(self.commits), at)
 
         def move() -> None:
-            self.commits.setdefault(sha, dict(self.commits.get(self.refs.get(ref, ""), {})))
+            self._new_commit(sha, self.refs.get(ref))
             self.refs[ref] = sha
 
         self._at(at, move)
@@ -159,6 +187,7 @@ class RepoContent:
             tree[path] = replace(wf, content=f"{text}\n# revision {revision}\n")
             new = fake_commit_sha(old, file, revision)
             self.commits[new] = tree
+            self.parents[new] = old
             self.refs[f"heads/{ref}"] = new
 
         self._at(at, change)
@@ -180,3 +209,50 @@ class RepoContent:
     def peel(self, sha: str) -> str:
         """The commit an object SHA stands for: an annotated tag object resolves to its commit."""
         return self.tag_objects[sha][1] if sha in self.tag_objects else sha
+
+    def revision(self, name: str) -> str | None:
+        """The commit `name` names as git reads a revision, or None.
+
+        A commit SHA; `refs/...` exactly; a short name in git's order (`refs/<name>`,
+        `refs/tags/<name>`, `refs/heads/<name>`): a bare `main` is the tag `main` when one exists.
+        """
+        if name in self.commits:
+            return name
+        if name.startswith("refs/"):
+            candidates = [name.removeprefix("refs/")]
+        else:
+            candidates = [name, f"tags/{name}", f"heads/{name}"]
+        for candidate in candidates:
+            if candidate in self.refs:
+                return self.peel(self.refs[candidate])
+        return None
+
+    def lineage(self, sha: str) -> list[str]:
+        """`sha` and its ancestors, newest first."""
+        line = [sha]
+        while line[-1] in self.parents:
+            line.append(self.parents[line[-1]])
+        return line
+
+    def compare(self, base: str, head: str) -> Comparison | None:
+        """How revision `head` stands to revision `base`, as GitHub's compare endpoint says.
+
+        None (GitHub's 404) when either names no commit or the two have no common ancestor.
+        """
+        with self._lock:
+            base_sha, head_sha = self.revision(base), self.revision(head)
+            if base_sha is None or head_sha is None:
+                return None
+            base_line, head_line = self.lineage(base_sha), self.lineage(head_sha)
+            shared = set(base_line)
+            merge_base = next((sha for sha in head_line if sha in shared), None)
+            if merge_base is None:
+                return None
+            ahead = tuple(reversed(head_line[: head_line.index(merge_base)]))
+            behind_by = base_line.index(merge_base)
+            status = {
+                (False, False): "identical",
+                (True, False): "ahead",
+                (False, True): "behind",
+            }.get((bool(ahead), bool(behind_by)), "diverged")
+            return Comparison(base_sha, head_sha, merge_base, status, ahead, behind_by)

@@ -16,7 +16,7 @@ and answers even when it is spent. `etags="every-read"` gives every reply a new 
 conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
 ETag; this is the world where it does not).
 
-Long (621 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (631 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
@@ -91,6 +91,7 @@ _ROUTES: list[_Route] = [
     ("POST", re.compile(r"/actions/runs/(?P<run_id>\d+)/(?P<how>cancel|force-cancel)"), "_cancel"),
     ("GET", re.compile(r"/git/ref/(?P<ref>.+)"), "_git_ref"),
     ("GET", re.compile(r"/git/tags/(?P<sha>[0-9a-f]{40})"), "_git_tag"),
+    ("GET", re.compile(r"/compare/(?P<basehead>.+)"), "_compare"),
     ("GET", re.compile(r"/contents/(?P<path>.+)"), "_contents"),
 ]
 
@@ -601,6 +602,15 @@ class FakeGitHub(ActionsModel):
             return 404, error("Not Found", 404)
         name, commit = self.tag_objects[sha]
         return 200, self.render.git_tag(sha, name, commit)
+
+    def _compare(self, request: _Request, basehead: str) -> _Served:
+        """`BASE...HEAD`, each a commit SHA or a ref as git reads a revision (`RepoContent.compare`)."""
+        del request
+        base, dots, head = basehead.partition("...")
+        found = self.compare(base, head) if dots else None
+        if found is None:
+            return 404, error("Not Found", 404)
+        return 200, self.render.comparison(basehead, found, self.commits, self.parents)
 
     def _contents(self, request: _Request, path: str) -> _Served:
         ref = request.params.get("ref", self.default_branch)

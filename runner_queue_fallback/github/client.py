@@ -20,6 +20,7 @@ from runner_queue_fallback.github.calls import Calls
 from runner_queue_fallback.github.listing import Listing
 from runner_queue_fallback.github.models import (
     CancelOutcome,
+    CommitComparison,
     ContentFile,
     DispatchResult,
     Job,
@@ -237,6 +238,12 @@ class GitHubClient:
     def get_commit_sha(self, ref: str, *, deadline: float | None = None) -> str:
         """The commit a fully qualified ref points at, peeling an annotated tag to its commit."""
         return self._refs.get_commit_sha(ref, deadline=deadline)
+
+    def compare_commits(
+        self, base: str, head: str, *, deadline: float | None = None
+    ) -> CommitComparison:
+        """How `head` stands to `base`, each a commit SHA or a full ref (`Refs.compare`)."""
+        return self._refs.compare(base, head, deadline=deadline)
 
     def get_file_sha(self, path: str, ref: str, *, deadline: float | None = None) -> str:
         """The blob SHA of the file `path` at `ref` (a branch, tag or commit SHA)."""

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CancelOutcome",
+    "CommitComparison",
     "ContentFile",
     "DispatchResult",
     "GitObject",
@@ -157,6 +158,18 @@ class GitTag(_Reply):
 
     sha: str
     object: GitObject
+
+
+class CommitComparison(_Reply):
+    """`GET /repos/{o}/{r}/compare/{base}...{head}`: how head stands to base.
+
+    `status`: `identical`, `ahead` (head has commits base has not, and base none that head has
+    not), `behind` or `diverged`. Ref: https://docs.github.com/rest/commits/commits#compare-two-commits
+    """
+
+    status: str
+    ahead_by: int
+    behind_by: int
 
 
 class ContentFile(_Reply):

@@ -1,8 +1,9 @@
-"""Refs, tags and files: the endpoints that tell which code a ref names.
+"""Refs, tags, files and comparisons: the endpoints that tell which code a ref names.
 
 Its own module because these reads answer a different question from the run endpoints: the
-preflight, the sequence and the guard use them to pin the commit a child runs and to read a
-workflow file at it. A git ref or a file path is sent as several path segments, each encoded.
+preflight, the sequence and the guard use them to pin the commit a child runs, to read a
+workflow file at it, and (the guard) to tell whether a commit is on a branch. A git ref, a file
+path or a comparison's `BASE...HEAD` is sent as several path segments, each encoded.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Final
 
 from runner_queue_fallback.core.errors import TransportError
 from runner_queue_fallback.github.calls import Calls
-from runner_queue_fallback.github.models import ContentFile, GitRef, GitTag
+from runner_queue_fallback.github.models import CommitComparison, ContentFile, GitRef, GitTag
 
 __all__ = ["Refs"]
 
@@ -49,6 +50,14 @@ class Refs:
             tag_path = self._calls.path("git", "tags", target.sha)
             target = self._calls.get(tag_path, {}, GitTag, deadline).object
         raise TransportError("GET", path, f"tag {ref} points at more than {_MAX_TAG_HOPS} tags")
+
+    def compare(self, base: str, head: str, *, deadline: float | None = None) -> CommitComparison:
+        """How `head` stands to `base` (each a commit SHA or a full ref such as `refs/heads/x`).
+
+        A bare branch name would be read as a tag of that name first, so pass refs in full.
+        """
+        path = self._calls.path("compare", *f"{base}...{head}".split("/"))
+        return self._calls.get(path, {}, CommitComparison, deadline)
 
     def get_file(self, path: str, ref: str, *, deadline: float | None = None) -> ContentFile:
         """The file `path` at `ref`: its blob SHA and (up to 1 MB) its content, in one request."""
