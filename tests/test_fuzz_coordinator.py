@@ -147,6 +147,10 @@ class Case:
     quota_phase_nth: int = 1
     #: what GitHub does beyond the tidy model (issue 28): re-queues, zombies, unheeded cancels
     platform: Platform = field(default_factory=Platform)
+    #: hand dispatches of the child workflow in the 55 s before the first dispatch; the parent
+    #: attempt then started 10 minutes before the coordinator (issue 44: past 1,000 runs, the
+    #: guard's window is split)
+    crowd: int = 0
 
 
 @dataclass
@@ -308,7 +312,30 @@ def build_world(case: Case, clock: FakeClock, observed: Observed) -> tuple[FakeG
     if case.quota_spent_at is not None:
         world._at(case.quota_spent_at, lambda: world.spend_quota(world.quota))
     spend_in_phase(world, case)
+    _crowd_before_first_dispatch(world, case.crowd)
     return world, sha
+
+
+def _crowd_before_first_dispatch(world: FakeGitHub, count: int) -> None:
+    """`count` hand dispatches in the 55 s before the first child; the attempt began long before.
+
+    The parent attempt starts 10 minutes before the coordinator, so that the crowd falls inside
+    both the older window (from the attempt's start) and the stated one (from a minute before
+    the dispatch), wherever the first dispatch comes.
+    """
+    if not count:
+        return
+    parent = world.runs[PARENT_RUN_ID]
+    parent.created_at = parent.started_at = -600.0
+    real = world.dispatch
+
+    def dispatch(file: str, ref: str, inputs: Mapping[str, object]) -> Any:
+        if not world.history:  # the first dispatch: no child exists yet
+            now = world.now()
+            world.add_hand_dispatches(file, count, start=now - 55.0, end=now)
+        return real(file, ref, inputs)
+
+    world.dispatch = dispatch  # type: ignore[method-assign]  # the route calls the instance
 
 
 #: Where a spent quota may fall (issue 27): after a dispatch, before the child's first identity
@@ -449,6 +476,14 @@ def execute(case: Case) -> Outcome:
         latency=case.timings.latency,
     )
     check_truth(world, run, observed, latency=case.timings.latency)
+    if case.crowd:  # issue 44: past 1,000 runs the guard's window is split, within its bound
+        incomplete = [
+            line
+            for log in run.guard_logs
+            for line in log.splitlines()
+            if "listed, not every" in line and "changed while it was read" not in line
+        ]
+        assert incomplete == [], incomplete
     # Invariants 11 and 8 (issue 27): what a user loses.
     check_started_workloads(
         world,
@@ -661,6 +696,8 @@ _LAG_READS = weighted((6, 0), (1, 1), (1, 3), (1, 30))
 _ODD_HEADER = weighted((6, None), *((1, value) for value in ODD_HEADERS))
 _QUOTA_LEFT = weighted((12, None), (1, 0), (1, 30), (1, 200))
 _OLDER_SERVER = weighted((3, False), (1, True))
+#: A flood of hand dispatches just before the first child, now and then (issue 44).
+_CROWD = weighted((15, 0), (1, 1200))
 
 
 #: A pool an override names: group ("" none), labels (() none), the candidate's declaration.
@@ -893,6 +930,7 @@ def _cases(draw: st.DrawFn, family: str | None) -> Case:
         quota_left=draw(_QUOTA_LEFT),
         older_server=draw(_OLDER_SERVER),
         platform=Platform(**{name: draw(values) for name, values in _PLATFORM.items()}),
+        crowd=draw(_CROWD),
         **phase,
     )
 
@@ -965,13 +1003,20 @@ def _classify(outcome: Outcome) -> None:
         event("quota spent")
     if "Waiting for API quota" in run.log:
         event("admission wait")
-    if outcome.case.quota_phase is not None:
-        event(f"quota spent in phase: {outcome.case.quota_phase}")
+    _case_events(outcome.case)
     for kid in world.history.values():
         if kid.workload_started_at is not None and kid.conclusion == "cancelled":
             event("started workload cancelled")
         if kid.pool is not None and kid.pool[0] == "":  # `runs-on` without a group (issue 33)
             event("hosted child dispatched" + (", ran" if kid.allocated_at is not None else ""))
+
+
+def _case_events(case: Case) -> None:
+    """Label what the case drew: a quota spent inside a phase, a crowd before the first child."""
+    if case.quota_phase is not None:
+        event(f"quota spent in phase: {case.quota_phase}")
+    if case.crowd:
+        event(f"crowd of {case.crowd} hand dispatches before the first child")
 
 
 #: `RQF_FUZZ_MIX=FILE` appends one JSON line per fuzzed run to FILE: the faults drawn and fired,

@@ -418,14 +418,18 @@ def test_the_listing_covers_the_parent_attempt_to_the_childs_creation(clock: Fak
 
 
 def test_more_runs_than_the_page_bound_refuses(clock: FakeClock):
-    """1,001 runs since the parent attempt started: 10 pages cannot show them all; refused."""
+    """1,001 runs since the parent attempt started, all in its first second: GitHub lists 1,000
+    per query and a second cannot be split; refused after one page (issue 44: it read 10)."""
     world = make_world(clock)
     for n in range(1000):
         dispatch_child(world, request_id=f"rqf-{PARENT_ID}-1-{n + 2}-{n:08x}")
     run_id = dispatch_child(world)
     refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), ORIGINAL)
-    assert refusal.observed == "1000 run(s) listed, not every run since the parent attempt started"
-    assert len(list_pages(world)) == 10
+    assert refusal.observed == (
+        "0 run(s) listed, not every one: 1001 runs were created in the one second "
+        "2026-11-02T09:00:00Z: GitHub lists 1000 of them"
+    )
+    assert len(list_pages(world)) == 1
 
 
 def test_a_listing_that_says_more_runs_than_it_shows_refuses(clock: FakeClock):
@@ -441,7 +445,10 @@ def test_a_listing_that_says_more_runs_than_it_shows_refuses(clock: FakeClock):
 
     Tamper(world, [rule]).install()
     refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), ORIGINAL)
-    assert refusal.observed == "1 run(s) listed, not every run since the parent attempt started"
+    assert refusal.observed == (
+        "0 run(s) listed, not every one: 1500 runs were created in the one second "
+        "2026-11-02T09:00:00Z: GitHub lists 1000 of them"
+    )
 
 
 def test_the_real_child_passes_while_the_listing_lags(clock: FakeClock):

@@ -23,7 +23,8 @@ class Attempt:
 
     number: int
     candidate: Candidate
-    request_id: str
+    #: the child's run-name, made just before its dispatch (it states GitHub's time then)
+    request_id: str = ""
     run_id: int | None = None
     run_url: str | None = None
     job_url: str | None = None

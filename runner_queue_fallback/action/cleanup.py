@@ -1,6 +1,6 @@
 """Cancel a child run and confirm it is over: shared by the coordinator, the post step and signals.
 
-Long (423 lines) because cancel-and-confirm, the 409 re-check, the run-name search and the post
+Long (427 lines) because cancel-and-confirm, the 409 re-check, the run-name search and the post
 step's copies are one mechanism shared by three callers.
 """
 
@@ -15,6 +15,7 @@ from runner_queue_fallback.action.observe import Observation
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import CancelRefused, GitHubError, PermissionDenied
+from runner_queue_fallback.core.request_id import created_since
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome, WorkflowRun
 
@@ -348,9 +349,10 @@ def runs_left_by_main_step(
     showed up by its run-name), or its run was found by run-name (`child-found-by-name`), every
     run bearing that run-name is looked for, every 5 s for up to 2 minutes, and each one found is
     sent its cancel at once (a run bearing our request id that we did not dispatch is a copy:
-    cancelling it is safe). Not when GitHub definitely refused that dispatch
-    (`refused-request-id`). Runs the main step already cancelled as copies (`child-copies`) are
-    looked after too.
+    cancelling it is safe). They are listed from the dispatch time less a margin, or from the
+    time the request id states (GitHub's clock) when that is earlier; an id of the older form
+    states none. Not when GitHub definitely refused that dispatch (`refused-request-id`). Runs
+    the main step already cancelled as copies (`child-copies`) are looked after too.
     """
     known = _run_id(state.get("child-run-id", ""))
     pending = state.get("request-id", "").strip()
@@ -369,6 +371,7 @@ def runs_left_by_main_step(
     except (KeyError, ValueError):
         dispatched = None
     since = clock.now() - _POST_LOOKBACK if dispatched is None else dispatched - _CLOCK_SKEW
+    since = created_since(pending, since)  # GitHub's time, if the request id states an earlier one
     search = RunNameSearch(client, workflow, pending, since)
     settled = None if dispatched is None else dispatched + _LISTING_SETTLES
     _search_by_run_name(search, clock, log=log, settled=settled, deadline=deadline)

@@ -49,7 +49,7 @@ from runner_queue_fallback.core.errors import (
 )
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.core.report import Reporter
-from runner_queue_fallback.core.request_id import RequestId
+from runner_queue_fallback.core.request_id import RequestId, stated_time
 from runner_queue_fallback.github.client import GitHubClient
 
 __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
@@ -133,7 +133,7 @@ class Coordinator:
         seq = self.seq
         candidates = seq.inputs.pools.candidates
         for number, candidate in enumerate(candidates, start=1):
-            attempt = Attempt(number, candidate, self._request_id(number))
+            attempt = Attempt(number, candidate)
             self.result.attempts.append(attempt)
             with seq.report.group(f"Candidate {number}/{len(candidates)}: {candidate.pool_text}"):
                 over = self._try(attempt)
@@ -148,6 +148,7 @@ class Coordinator:
         """Run one candidate; True when the sequence is over, False to fall back."""
         self._admitted(attempt)
         job_time.check_dispatch(self.seq, attempt)  # after a quota wait: fit in the job, or stop
+        attempt.request_id = self._request_id(attempt.number)  # GitHub's time, just before it
         dispatch.dispatch(self.seq, attempt)
         in_queue = self._wait_in_queue(attempt, startup.wait_for_startup(self.seq, attempt))
         if in_queue is None:
@@ -173,7 +174,10 @@ class Coordinator:
             try:
                 if not self._parent_confirmed:  # its grace is never renewed once it held
                     ctx = seq.ctx
-                    check_parent(seq.client, seq.clock, ctx.run_id, ctx.run_attempt, seq.report.log)
+                    parent = check_parent(
+                        seq.client, seq.clock, ctx.run_id, ctx.run_attempt, seq.report.log
+                    )
+                    seq.attempt_started = parent.run_started_at
                     seq.report.log(f"Parent run {ctx.run_id} attempt {ctx.run_attempt} is active")
                     self._parent_confirmed = True
                 if not self._job_end_read:  # once; a spent quota waits for its reset and asks again
@@ -194,8 +198,15 @@ class Coordinator:
         )
 
     def _request_id(self, number: int) -> str:
-        ctx = self.seq.ctx
-        return str(RequestId(ctx.run_id, ctx.run_attempt, number, self.make_token()))
+        """A new request id; it states GitHub's time at its last reply, less the margin.
+
+        Never the runner's clock: one ahead of GitHub's would state a time after the child's
+        creation, and the guard's copy check would list from too late.
+        """
+        seq = self.seq
+        stated = stated_time(seq.client.server_date(), seq.attempt_started)
+        ctx = seq.ctx
+        return str(RequestId(ctx.run_id, ctx.run_attempt, number, self.make_token(), stated))
 
     # The two waits are methods so that the bench's baseline can swap in the original's polling.
 

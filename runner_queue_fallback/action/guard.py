@@ -21,7 +21,7 @@ code ... Expiry blocks dispatch or workload execution"). A 404 for the child's o
 parent is tolerated within it, polled every 5 s; a job shown on another runner is read once more
 5 s later; anything else that is wrong refuses at once.
 
-Long (577 lines) because every check of the guard (identity, request id, parent, coordinator
+Long (613 lines) because every check of the guard (identity, request id, parent, coordinator
 ref, copies, source, runner) shares one 2-minute deadline and one report.
 """
 
@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Final
 
 from runner_queue_fallback.action.parent import check_parent
 from runner_queue_fallback.core import timing
@@ -49,7 +51,7 @@ from runner_queue_fallback.core.request_id import parse as parse_request_id
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import WorkflowRun
 
-__all__ = ["CHECKS", "Check", "Guard", "GuardResult"]
+__all__ = ["CHECKS", "MAX_LISTING_REQUESTS", "Check", "Guard", "GuardResult"]
 
 ATTEMPT = "child attempt"
 REQUEST = "request id"
@@ -60,6 +62,9 @@ SOURCE = "source ref"
 RUNNER = "child runner"
 #: The checks in the order the guard runs them.
 CHECKS = (ATTEMPT, REQUEST, IDENTITY, PARENT, ORIGINAL, SOURCE, RUNNER)
+#: The copy check sends at most this many list requests (a window of up to 1,000 runs takes 10;
+#: one past 1,000 runs is split, about 1,800 runs spread evenly fit); past them it refuses.
+MAX_LISTING_REQUESTS: Final = 20
 #: The events whose run names its own repository's branch in `head_branch` (a pull request's
 #: `head_branch` is the branch it comes from, in whatever repository that is).
 _BRANCH_EVENTS = frozenset({"workflow_dispatch", "push", "schedule"})
@@ -80,8 +85,8 @@ _PARENT_ADVICE = (
 )
 _REQUEST_ADVICE = (
     "Only the coordinator of the named parent run makes request ids "
-    "(rqf-<parent-run-id>-<parent-run-attempt>-<n>-<8 hex digits>); a child dispatched by hand, "
-    "or with another run as its parent, does not run the workload."
+    "(rqf-<parent-run-id>-<parent-run-attempt>-<n>-<8 hex digits>-<time>); a child dispatched "
+    "by hand, or with another run as its parent, does not run the workload."
 )
 _COORDINATOR_ADVICE = (
     "The parent named by parent-run-id is not a run of the coordinator workflow this child "
@@ -112,9 +117,15 @@ _COPY_ADVICE = (
     "workload."
 )
 _INCOMPLETE_ADVICE = (
-    "The guard must see every run of this workflow since the parent attempt started to know "
-    "that none bearing this request id came first; it could not (more than 10 pages of 100), "
-    "so the workload is blocked."
+    "The guard must see every run of this workflow created since the time its request id states "
+    "(or, for an id without one, since the parent attempt started) to know that none bearing "
+    f"this request id came first; it could not within {MAX_LISTING_REQUESTS} list requests, so "
+    "the workload is blocked."
+)
+_STATED_ADVICE = (
+    "The coordinator states a time of GitHub's clock taken before its dispatch, never before "
+    "the parent attempt started; this one is outside those bounds, so the request id was not "
+    "made for this run by its parent."
 )
 _CREATED_ADVICE = (
     "A child dispatched by its parent's attempt is created after that attempt started; this one "
@@ -266,12 +277,12 @@ class Guard:
             parent += f", at {i.coordinator_ref}"
         return {
             ATTEMPT: "attempt 1",
-            REQUEST: f"rqf-{i.parent_run_id}-{i.parent_run_attempt}-<n>-<8 hex digits>",
+            REQUEST: f"rqf-{i.parent_run_id}-{i.parent_run_attempt}-<n>-<8 hex digits>-<time>",
             IDENTITY: f"run-name {i.request_id!r}, event workflow_dispatch",
             PARENT: f"{parent}, started before this child was created",
             ORIGINAL: (
-                f"the earliest run with run-name {i.request_id!r} created since the parent "
-                "attempt started"
+                f"the earliest run with run-name {i.request_id!r} created since the time it "
+                "states (for an id without one, since the parent attempt started)"
             ),
             SOURCE: f"{i.source_ref} at {i.source_sha}",
             RUNNER: (
@@ -421,11 +432,12 @@ class Guard:
         raise self._refuse(PARENT, observed, _BRANCH_ADVICE)
 
     def _check_original(self) -> str:
-        """No earlier run bears this request id: read every run since the parent attempt started.
+        """No earlier run bears this request id: read every run since the time the id states.
 
         The real child is the first run bearing its request id (the id exists only from its
-        dispatch on); a copy of its inputs is created later. Ties on `created_at` (whole
-        seconds) go to the lower run id, as GitHub numbers runs in creation order.
+        dispatch on); a copy of its inputs is created later, and states the same time, which is
+        before the real child's creation. Ties on `created_at` (whole seconds) go to the lower
+        run id, as GitHub numbers runs in creation order.
         """
         own, parent = self._own, self._parent
         if own is None or parent is None or parent.run_started_at is None:
@@ -433,15 +445,18 @@ class Guard:
         workflow = own.workflow_id or _workflow_file(own, self.ctx.repository)
         if not workflow:
             raise self._refuse(ORIGINAL, f"own workflow unknown ({own.path!r})", _UNEXPECTED_ADVICE)
-        runs, complete = self.client.list_runs_created_between(
-            workflow, parent.run_started_at, own.created_at, deadline=self._deadline
+        start = self._window_start(parent.run_started_at, own.created_at)
+        listing = self.client.list_runs_created_between(
+            workflow,
+            start,
+            own.created_at,
+            max_requests=MAX_LISTING_REQUESTS,
+            deadline=self._deadline,
         )
-        if not complete:
-            raise self._refuse(
-                ORIGINAL,
-                f"{len(runs)} run(s) listed, not every run since the parent attempt started",
-                _INCOMPLETE_ADVICE,
-            )
+        runs = listing.runs
+        if not listing.complete:
+            observed = f"{len(runs)} run(s) listed, not every one: {listing.why}"
+            raise self._refuse(ORIGINAL, observed, _INCOMPLETE_ADVICE)
         request_id = self.inputs.request_id  # this run's run-name (the identity check)
         named = {r.id: r for r in runs if r.display_title == request_id} | {own.id: own}
         first = min(named.values(), key=lambda r: (r.created_at, r.id))
@@ -451,7 +466,28 @@ class Guard:
                 f"{own.id} created {own.created_at.isoformat()})"
             )
             raise self._refuse(ORIGINAL, observed, _COPY_ADVICE)
-        return f"earliest of {len(named)} run(s) with this run-name among {len(runs)} listed"
+        return (
+            f"earliest of {len(named)} run(s) with this run-name among {len(runs)} listed since "
+            f"{start.isoformat()} ({listing.requests} list request(s))"
+        )
+
+    def _window_start(self, attempt_started: datetime, created: datetime) -> datetime:
+        """Where the copy check's window starts: the time the request id states, within bounds.
+
+        The stated time must lie from the parent attempt's start to this run's creation; an id
+        of the older form states none, and the window starts with the attempt.
+        """
+        request = parse_request_id(self.inputs.request_id)
+        stated = None if request is None else request.not_before
+        if stated is None:
+            return attempt_started
+        if not attempt_started <= stated <= created:
+            observed = (
+                f"the request id states {stated.isoformat()}, outside the parent attempt's start "
+                f"{attempt_started.isoformat()} to this run's creation {created.isoformat()}"
+            )
+            raise self._refuse(ORIGINAL, observed, _STATED_ADVICE)
+        return stated
 
     def _check_source(self) -> str:
         """The source ref still points at the approved SHA."""

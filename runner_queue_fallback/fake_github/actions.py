@@ -5,7 +5,7 @@ through time. It catches up with the shared clock whenever the clock moves (`on_
 every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
 (the worker hook making requests or sleeping) sees the model as it is and returns.
 
-Long (710 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
+Long (753 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
 cancels) moves runs and jobs through one timeline.
 """
 
@@ -388,6 +388,36 @@ class ActionsModel(RepoContent, HookRunner):
             parent_active=active,
             source_moved=moved,
         )
+
+    def add_hand_dispatches(self, file: str, count: int, *, start: float, end: float) -> None:
+        """`count` runs of `file` dispatched by hand from `start` to `end` (spread evenly).
+
+        Their run-names are no request id and their guard refused them: completed, no job, and
+        nobody's child (no history). They are listed like any run, as a flood of hand dispatches
+        fills the guard's window (issue 44).
+        """
+        with self._lock:
+            sha = self.refs[f"heads/{self.default_branch}"]
+            for n in range(count):
+                at = start + (end - start) * n / max(1, count)
+                run = FakeRun(
+                    id=self._ids_next_run(),
+                    workflow_file=file,
+                    workflow_id=self.workflow_id(file),
+                    workflow_name="Runner worker",
+                    head_branch=self.default_branch,
+                    head_sha=sha,
+                    display_title=f"by hand {n}",
+                    run_number=self._next_number(file),
+                    created_at=at,
+                    visible_at=at,
+                    updated_at=at,
+                    started_at=at,
+                    status="completed",
+                    conclusion="failure",
+                    finished=True,
+                )
+                self.runs[run.id] = run
 
     def add_past_run(
         self,

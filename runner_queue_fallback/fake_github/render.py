@@ -10,8 +10,10 @@ import base64
 import copy
 import difflib
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from email.utils import format_datetime
 from typing import Any
 
 from runner_queue_fallback.fake_github.model import FakeJob, FakeRun, FakeStep, WorkflowFile
@@ -95,6 +97,10 @@ class Renderer:
             stamp = self.epoch + timedelta(seconds=whole)
             text = self._times[whole] = stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
         return text
+
+    def http_date(self, seconds: float) -> str:
+        """The `Date` GitHub sends with every reply (RFC 9110), to the second, rounded down."""
+        return format_datetime(self.epoch + timedelta(seconds=math.floor(seconds)), usegmt=True)
 
     def encode(self, payload: Any) -> bytes:
         """`json.dumps(payload).encode()`, byte for byte, faster.

@@ -230,7 +230,8 @@ class _RequestHandler(BaseHTTPRequestHandler):
         if reply.error is not None:  # no reply at all: drop the connection
             self.close_connection = True
             return
-        self.send_response(reply.status)
+        self.log_request(reply.status)
+        self.send_response_only(reply.status)  # the fake's own `Date`, on its clock, not the host's
         for name, value in reply.headers.items():
             self.send_header(name, value)
         if reply.status != 204:  # a 204 carries no Content-Length (RFC 9110 §8.6)

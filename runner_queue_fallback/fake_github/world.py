@@ -7,16 +7,17 @@ a version the server does not have. `api_versions=OLDER_SERVER` makes an older G
 Server: it refuses 2026-03-10, so a dispatch answers 204 and the run is known only by its
 run-name (with `Timings.listing_delay`, the run is listed that long after it is visible).
 
-Rate limits, as GitHub documents them: the primary quota is one hourly window per repository
-(`quota` requests; a 304 is free), refused with `rate_limit_status` (403 or 429: GitHub uses both
-and says nothing about when) and `x-ratelimit-remaining: 0`; the secondary limits (`secondary`,
-off unless given; their assumptions are in `fake_github/limits.py`) are refused with the same status, the
-secondary-limit message and `retry-after`. `GET /rate_limit` is free against the primary quota
-and answers even when it is spent. `etags="every-read"` gives every reply a new ETag, so that no
-conditional request is ever answered 304 (GitHub only implies that an unchanged resource keeps its
-ETag; this is the world where it does not).
+Every reply carries `Date`, GitHub's clock to the second. Rate limits, as GitHub documents them:
+the primary quota is one hourly window per repository (`quota` requests; a 304 is free), refused
+with `rate_limit_status` (403 or 429: GitHub uses both and says nothing about when) and
+`x-ratelimit-remaining: 0`; the secondary limits (`secondary`, off unless given; their assumptions
+are in `fake_github/limits.py`) are refused with the same status, the secondary-limit message and
+`retry-after`. `GET /rate_limit` is free against the primary quota and answers even when it is
+spent. `etags="every-read"` gives every reply a new ETag, so that no conditional request is ever
+answered 304 (GitHub only implies that an unchanged resource keeps its ETag; this is the world
+where it does not).
 
-Long (631 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (638 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
@@ -149,6 +150,7 @@ class FakeGitHub(ActionsModel):
         api_versions: frozenset[str] = API_VERSIONS,
         direct: bool = False,
         platform: Platform = DEFAULT_PLATFORM,
+        clock_offset: float = 0.0,
     ) -> None:
         """Build an empty repository; add refs, workflows, pools and the parent run next.
 
@@ -157,6 +159,8 @@ class FakeGitHub(ActionsModel):
         runs by the thousand; the default keeps requests' whole path under test.
         `platform`: what GitHub does beyond the tidy model (`Platform`: re-queues after an
         assignment, runs that never get a job, a cancel that does not take).
+        `clock_offset`: seconds GitHub's clock is ahead of `clock`'s wall time (negative: behind,
+        as when a runner's clock is ahead of GitHub's); every time GitHub writes, `Date` too.
         """
         super().__init__(
             clock,
@@ -180,7 +184,7 @@ class FakeGitHub(ActionsModel):
         self.api_versions = frozenset(api_versions)
         self.direct = direct
         self.ledger: list[LedgerEntry] = []
-        epoch = clock.now() - timedelta(seconds=clock.monotonic())
+        epoch = clock.now() - timedelta(seconds=clock.monotonic() - clock_offset)
         self.render = Renderer(repository, self.api_url, self.server_url, epoch)
         self._api_prefix = urlsplit(self.api_url).path.rstrip("/")
         self._clients: dict[str, int] = {}
@@ -382,7 +386,10 @@ class FakeGitHub(ActionsModel):
         """Headers of every reply: content type, API version, request ID, rate limit, ETag."""
         used = self._quota_used()
         left = max(0, self.quota - used) if remaining is None else remaining
-        headers = {"Content-Type": "application/json; charset=utf-8"}
+        headers = {
+            "Content-Type": "application/json; charset=utf-8",
+            "Date": self.render.http_date(self.now()),
+        }
         if request.version in self.api_versions:
             headers["X-GitHub-Api-Version-Selected"] = request.version
         headers |= {

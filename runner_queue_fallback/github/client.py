@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Final
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.github.calls import Calls
-from runner_queue_fallback.github.listing import Listing
+from runner_queue_fallback.github.listing import Listing, WindowListing
 from runner_queue_fallback.github.models import (
     CancelOutcome,
     CommitComparison,
@@ -38,7 +38,14 @@ from runner_queue_fallback.github.versions import NEWER, VersionNegotiation
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["API_VERSION", "USER_AGENT", "GitHubClient", "RequestStats", "api_path"]
+__all__ = [
+    "API_VERSION",
+    "USER_AGENT",
+    "GitHubClient",
+    "RequestStats",
+    "WindowListing",
+    "api_path",
+]
 
 #: The preferred version. Ref: https://docs.github.com/rest/about-the-rest-api/api-versions
 API_VERSION: Final = NEWER
@@ -218,10 +225,17 @@ class GitHubClient:
         start: datetime,
         end: datetime,
         *,
+        max_requests: int,
         deadline: float | None = None,
-    ) -> tuple[list[WorkflowRun], bool]:
-        """Every `workflow_dispatch` run created from `start` to `end`, and whether that is all."""
-        return self._listing.list_runs_created_between(workflow, start, end, deadline=deadline)
+    ) -> WindowListing:
+        """Every `workflow_dispatch` run created from `start` to `end`, and whether that is all.
+
+        A window past the 1,000 runs GitHub lists per query is split; at most `max_requests`
+        list requests are sent (`Listing.list_runs_created_between`).
+        """
+        return self._listing.list_runs_created_between(
+            workflow, start, end, max_requests=max_requests, deadline=deadline
+        )
 
     def iter_runs_created_in(
         self, workflow: str, start: datetime, end: datetime, *, per_page: int = 100
@@ -276,6 +290,10 @@ class GitHubClient:
     def reset_time(self) -> str:
         """The known reset as a UTC time for log lines (`?` when none is known); never raises."""
         return self._quota.reset_time()
+
+    def server_date(self) -> datetime | None:
+        """GitHub's clock at its last reply (its `Date`, UTC); None until a reply said it."""
+        return self.stats.server_date
 
     def _send(
         self,

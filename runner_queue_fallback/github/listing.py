@@ -8,8 +8,10 @@ is bounded (at most 10 pages, or by the caller stopping the iteration), and a li
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from datetime import UTC, datetime, timedelta
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Final
 from urllib.parse import quote, urlsplit
 
@@ -17,11 +19,29 @@ from runner_queue_fallback.core.errors import TransportError
 from runner_queue_fallback.github.calls import Calls
 from runner_queue_fallback.github.models import WorkflowRun, WorkflowRunList
 
-__all__ = ["Listing"]
+__all__ = ["LISTING_CAP", "Listing", "WindowListing"]
 
 #: A run-name search reads at most this many pages of 100 runs (GitHub lists at most 1,000 runs
 #: for a filtered query).
 _MAX_SEARCH_PAGES: Final = 10
+#: Runs per list page (GitHub's maximum).
+_PAGE_SIZE: Final = 100
+#: Results GitHub lists for one filtered query (github-api.md 12); its `total_count` counts all.
+LISTING_CAP: Final = 1000
+
+
+@dataclass(frozen=True)
+class WindowListing:
+    """The runs of a `created` window (each once), and whether that is every one of them."""
+
+    runs: list[WorkflowRun]
+    complete: bool
+    #: list requests sent
+    requests: int
+    #: runs created in the whole window, as GitHub counted them at its first page
+    counted: int
+    #: when not complete: why not
+    why: str = ""
 
 
 class Listing:
@@ -94,37 +114,31 @@ class Listing:
         start: datetime,
         end: datetime,
         *,
+        max_requests: int,
         deadline: float | None = None,
-    ) -> tuple[list[WorkflowRun], bool]:
+    ) -> WindowListing:
         """Every `workflow_dispatch` run of `workflow` created from `start` to `end`, both included.
 
         For the guard, which must see every run bearing its request id before its own, not only
         the first page holding one. The range is sent as `created=<start>..<end>` (whole seconds,
-        `end` rounded up); pages of 100 are read newest first, following `Link` on the API host,
-        at most 10 of them. Returns the runs (each once) and whether the listing is complete:
-        False when a page remains after the 10th or `total_count` says more runs than were seen
-        (GitHub lists at most 1,000 runs per query).
+        `end` rounded up); pages of 100 are read newest first, following `Link` on the API host.
+        A window whose `total_count` passes the 1,000 runs GitHub lists per query is halved until
+        each part fits (as `stats` does). At most `max_requests` list requests are sent: as soon
+        as the runs left to read cannot fit in what is left of them, the listing stops, not
+        complete, and says why (the runs counted and the requests sent). Not complete either: a
+        window of one second holding more than 1,000 runs, or fewer runs read than counted.
         """
         if start.tzinfo is None or end.tzinfo is None:
             raise ValueError("start and end must be timezone-aware")
-        since = start.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        whole_end = end.astimezone(UTC)
-        if whole_end.microsecond:
-            whole_end += timedelta(seconds=1)
-        until = whole_end.strftime("%Y-%m-%dT%H:%M:%SZ")
         path = self._calls.path("actions", "workflows", workflow, "runs")
-        params = {"event": "workflow_dispatch", "created": f"{since}..{until}", "per_page": "100"}
-        url: str | None = self._calls.transport.url(path, params)
-        runs: dict[int, WorkflowRun] = {}
-        total = 0
-        for _ in range(_MAX_SEARCH_PAGES):
-            if url is None:
-                return list(runs.values()), len(runs) >= total
-            page, link = self._get_page(url, path, deadline)
-            runs.update((run.id, run) for run in page.workflow_runs if run.id not in runs)
-            total = page.total_count
-            url = self._next_on_api_host(link, path)
-        return list(runs.values()), url is None and len(runs) >= total
+        reading = _WindowReading(
+            lambda url: self._get_page(url, path, deadline),
+            lambda link: self._next_on_api_host(link, path),
+            lambda params: self._calls.transport.url(path, params),
+            max_requests,
+        )
+        low = math.floor(start.timestamp())
+        return reading.read(low, max(low, math.ceil(end.timestamp())))
 
     def iter_runs_created_in(
         self, workflow: str, start: datetime, end: datetime, *, per_page: int = 100
@@ -177,6 +191,109 @@ class Listing:
                 "GET", path, f"pagination link to {shown} is not on the API host; not followed"
             )
         return target
+
+
+class _WindowReading:
+    """One listing of a `created` window: the windows left, the runs read, the requests sent."""
+
+    def __init__(
+        self,
+        get_page: Callable[[str], tuple[WorkflowRunList, str]],
+        next_url: Callable[[str], str | None],
+        url: Callable[[dict[str, str]], str],
+        max_requests: int,
+    ) -> None:
+        """Read pages with `get_page(url)`, follow `next_url(link)`, build a URL with `url`."""
+        self._get_page, self._next_url, self._url = get_page, next_url, url
+        self._max = max_requests
+        self.runs: dict[int, WorkflowRun] = {}
+        self.requests = 0
+        self.counted = 0
+        self._span = ""
+
+    def read(self, start: int, end: int) -> WindowListing:
+        """List `start..end` (epoch seconds, both in), halving every part past 1,000 runs."""
+        self._span = f"{_iso(start)}..{_iso(end)}"
+        left = [(start, end)]
+        while left:
+            low, high = left.pop()
+            if (why := self._over_budget(windows=len(left) + 1)) is not None:
+                return self._stop(why)
+            page, link = self._page(self._first_url(low, high))
+            if self.requests == 1:
+                self.counted = page.total_count
+            if page.total_count > LISTING_CAP:
+                if low == high:
+                    return self._stop(
+                        f"{page.total_count} runs were created in the one second {_iso(low)}: "
+                        f"GitHub lists {LISTING_CAP} of them"
+                    )
+                middle = (low + high) // 2
+                left += [(low, middle), (middle + 1, high)]
+                continue
+            if (why := self._rest_of_window(page, link, windows=len(left))) is not None:
+                return self._stop(why)
+        return WindowListing(
+            list(self.runs.values()), complete=True, requests=self.requests, counted=self.counted
+        )
+
+    def _rest_of_window(self, page: WorkflowRunList, link: str, *, windows: int) -> str | None:
+        """Read the pages after `page` of one window (at most 1,000 runs); why it fell short."""
+        seen = self._take(page)
+        total = page.total_count
+        while (url := self._next_url(link)) is not None:
+            if (why := self._over_budget(windows=windows + 1)) is not None:
+                return why
+            page, link = self._page(url)
+            seen |= self._take(page)
+            total = page.total_count
+        if len(seen) < total:
+            return (
+                f"{len(seen)} of the {total} runs counted in a part of the window were listed "
+                "(the listing changed while it was read)"
+            )
+        return None
+
+    def _over_budget(self, *, windows: int) -> str | None:
+        """Why the next request is not sent: the runs left cannot fit in the requests left."""
+        left = max(0, self.counted - len(self.runs))
+        needed = max(windows, math.ceil(left / _PAGE_SIZE))
+        if self.requests + needed <= self._max:
+            return None
+        return (
+            f"{self.counted} runs were created in the window {self._span}: reading every one "
+            f"needs at least {self.requests + needed} list requests, more than the {self._max} "
+            f"allowed ({self.requests} sent)"
+        )
+
+    def _page(self, url: str) -> tuple[WorkflowRunList, str]:
+        self.requests += 1
+        return self._get_page(url)
+
+    def _first_url(self, low: int, high: int) -> str:
+        params = {
+            "event": "workflow_dispatch",
+            "created": f"{_iso(low)}..{_iso(high)}",
+            "per_page": str(_PAGE_SIZE),
+        }
+        return self._url(params)
+
+    def _take(self, page: WorkflowRunList) -> set[int]:
+        """Keep the page's runs (each once); their ids."""
+        for run in page.workflow_runs:
+            self.runs.setdefault(run.id, run)
+        return {run.id for run in page.workflow_runs}
+
+    def _stop(self, why: str) -> WindowListing:
+        runs = list(self.runs.values())
+        return WindowListing(
+            runs, complete=False, requests=self.requests, counted=self.counted, why=why
+        )
+
+
+def _iso(epoch: int) -> str:
+    """Epoch seconds as GitHub's `created` search syntax takes them."""
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _next_link(header: str) -> str | None:

@@ -3,7 +3,8 @@
 Its own module so that "how much quota is left, and may we wait for it?" has one answer: every
 reply's `x-ratelimit-*` headers update `RequestStats`; while a child exists (`Patience.
 CHILD_EXISTS`) nothing is sent that a spent quota can only refuse, and the sequence is told
-(`on_wait`) before such a wait is taken. The retry policy itself is `github.retry`.
+(`on_wait`) before such a wait is taken. The retry policy itself is `github.retry`. Every
+reply's `Date` is kept too: GitHub's own clock, which a request id states (`core.request_id`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Final
 
 from runner_queue_fallback.core.clock import Clock
@@ -26,6 +28,8 @@ from runner_queue_fallback.github.retry import (
 __all__ = ["Quota", "RequestStats"]
 
 _MAX_DIGITS: Final = 18
+#: An HTTP date is 29 characters; a longer `Date` is not one.
+_MAX_DATE_CHARS: Final = 64
 
 
 @dataclass(slots=True)
@@ -46,6 +50,9 @@ class RequestStats:
     retries: int = 0
     #: Seconds spent waiting for a spent quota to reset (only while a child exists).
     quota_waited: float = 0.0
+    #: The `Date` of the last reply that carried a readable one: GitHub's clock (whole seconds,
+    #: UTC), never the runner's.
+    server_date: datetime | None = None
 
     @property
     def counted(self) -> int:
@@ -82,6 +89,9 @@ class Quota:
         believed = believable_reset(float(reset), self._clock.now()) if reset is not None else None
         if believed is not None:  # a reset beyond the hour's window is absent, like a bad one
             self.stats.rate_reset = believed
+        date = _http_date(headers.get("date"))
+        if date is not None:
+            self.stats.server_date = date
 
     def note_overview(self, overview: RateLimitOverview) -> None:
         """Keep the core quota a `GET /rate_limit` reported."""
@@ -154,6 +164,22 @@ class Quota:
         """Tell `on_wait` (the sequence) of a wait for the quota's reset before it is taken."""
         if self.on_wait is not None:
             self.on_wait(wait)
+
+
+def _http_date(value: str | None) -> datetime | None:
+    """An HTTP `Date` (RFC 9110: `Sun, 06 Nov 1994 08:49:37 GMT`) in UTC; else None (absent).
+
+    A date without a zone (`-0000`, or none at all) says nothing of GitHub's clock: absent too.
+    """
+    if value is None or not value.isascii() or len(value) > _MAX_DATE_CHARS:
+        return None
+    try:
+        date = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):  # not a date at all
+        return None
+    if date.tzinfo is None:
+        return None
+    return date.astimezone(UTC)
 
 
 def _whole(value: str | None) -> int | None:

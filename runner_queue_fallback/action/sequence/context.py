@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TypeVar
 
 from runner_queue_fallback.action.attempts import Attempt, Result
@@ -46,6 +47,9 @@ class Sequence:
     definition_sha: str | None = None
     #: commit of workflow-ref read by the last preflight: the head SHA the child must show
     commit: str = ""
+    #: when the parent attempt started (its `run_started_at`, GitHub's clock), from the parent
+    #: check: no request id states an earlier time
+    attempt_started: datetime | None = None
     #: the child run that may still be running (see `active`)
     _active: int | None = None
     #: an attempt whose dispatch POST was sent but whose run id is not known yet

@@ -24,6 +24,7 @@ from runner_queue_fallback.core.errors import (
     QuotaSpent,
     SequenceError,
 )
+from runner_queue_fallback.core.request_id import created_since
 from runner_queue_fallback.github.models import WorkflowRun
 from runner_queue_fallback.github.retry import Patience
 
@@ -50,9 +51,12 @@ def dispatch_time(seq: Sequence, attempt: Attempt) -> datetime:
 def named_search(seq: Sequence, attempt: Attempt) -> RunNameSearch:
     """Every run bearing the attempt's request id, created since its dispatch less the margin.
 
+    Or since the time the request id states (GitHub's clock) when that is earlier: a runner's
+    clock ahead of GitHub's by more than the margin would search from after the run's creation.
     One fixed lower bound: every search asks for the same URLs, so an unchanged page is a 304.
     """
     since = dispatch_time(seq, attempt) - timedelta(seconds=CLOCK_SKEW_SECONDS)
+    since = created_since(attempt.request_id, since)
     return RunNameSearch(seq.client, seq.inputs.workflow, attempt.request_id, since)
 
 

@@ -202,7 +202,7 @@ def _child(data: object, at: str) -> Child:
     item = _object(data, at, _CHILD_KEYS)
     request = parse(_text(item.get("request_id"), f"{at}.request_id"))
     if request is None:
-        raise _Bad(f"{at}.request_id: not a request id (rqf-<run>-<attempt>-<n>-<8 hex>)")
+        raise _Bad(f"{at}.request_id: not a request id (rqf-<run>-<attempt>-<n>-<8 hex>[-<time>])")
     duration = item.get(QUEUE_DURATION)
     censored = _field(item, "censored", bool, f"{at}.censored")
     wait = (
