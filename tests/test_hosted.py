@@ -486,3 +486,45 @@ def test_stats_recommends_a_hosted_candidate_only_in_its_form_and_only_last():
         assert set(runners[-1]) == {"hosted", "queue-timeout-minutes"}
         assert all("group" in item for item in runners[:-1])
     assert rec.best[0].steps[0].labels == CPU[1], "the self-hosted order is still optimised"
+
+
+# -- labels compared as GitHub compares them: letter case ignored (issue 44, finding 5) ----------
+
+
+@pytest.mark.parametrize(
+    ("label", "fragment"),
+    [
+        ("LINUX-AMD64-GPU-H100-LATEST-1", "a self-hosted label"),
+        ("SELF-HOSTED", "a self-hosted label"),
+        ("Ubuntu-24.04-ARM", "an arm64 runner"),
+        ("Windows-Latest", "a windows runner"),
+    ],
+)
+def test_a_hosted_label_in_capitals_is_refused_as_in_lower_case(label, fragment, capsys):
+    """GitHub matches labels regardless of case: `plan` exits 2 naming the input, no warning."""
+    code = cli.main(["plan"], {"INPUT_RUNNER-TYPE": "cpu-amd64", "INPUT_HOSTED-LAST-RESORT": label})
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert "input 'hosted-last-resort'" in out
+    assert fragment in out
+    code = cli.main(
+        ["plan"],
+        {
+            "INPUT_RUNNER-TYPE": "cpu-amd64",
+            "INPUT_RUNNERS": json.dumps(
+                [{"group": "nv-cpu-general", "labels": "linux-amd64-cpu16"}, {"hosted": label}]
+            ),
+        },
+    )
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert fragment in out
+
+
+def test_a_standard_image_in_capitals_is_classified_without_a_warning(capsys):
+    code = cli.main(
+        ["plan"], {"INPUT_RUNNER-TYPE": "cpu-amd64", "INPUT_HOSTED-LAST-RESORT": "Ubuntu-24.04"}
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "not a standard image label" not in out

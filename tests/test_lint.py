@@ -524,6 +524,22 @@ CATALOGUE = [
         id="candidates-on-windows",
     ),
     pytest.param(
+        "RQF221",
+        [
+            (
+                "c",
+                "          queue-timeout-minutes: '10'\n",
+                (
+                    "          queue-timeout-minutes: '10'\n"
+                    '          runners: \'[{"labels": ["self-hosted", "Linux", "X64", '
+                    '"${{ github.run_id }}"]}]\'\n'
+                ),
+            )
+        ],
+        [("c", "runners:")],
+        id="runners-reads-the-coordinators-github-context",
+    ),
+    pytest.param(
         "RQF301",
         [("c", "workflow: runner-worker.yml", "workflow: missing-worker.yml")],
         [("c", "workflow:")],
@@ -1290,3 +1306,45 @@ def test_rqf219_a_word_compared_either_way_round_is_checked(tmp_path):
     [finding], _ = _rqf219(tmp_path, steps)
     assert "'no_runner', a word it never takes" in finding.message
     assert "no-runner" in finding.fix
+
+
+# -- RQF221: `runners` with expressions (issue 43) -----------------------------------------------
+
+
+def _with_runners(tmp_path: Path, runners: str) -> list[Finding]:
+    edit = _add("c", "          queue-timeout-minutes: '10'\n", f"          runners: {runners}\n")
+    _write_pair(tmp_path, [edit])
+    return lint_files(tmp_path / FILES["c"]).findings
+
+
+def test_rqf221_an_expression_inside_a_json_string_is_a_stand_in_and_the_rest_is_checked(
+    tmp_path,
+):
+    """The group from a variable; the labels say no machine: still an input error (RQF204)."""
+    runners = """'[{"group": "${{ vars.CI_GROUP }}", "labels": ["self-hosted", "big"]}]'"""
+    findings = _with_runners(tmp_path, runners)
+    (error,) = [f for f in findings if f.rule == "RQF204"]
+    assert "OS and architecture unknown" in error.message
+    assert "rqf-expression" in error.message, "the stand-in is named where it stands"
+    assert not [f for f in findings if f.rule == "RQF221"]
+
+
+def test_rqf221_a_checkable_list_with_a_stand_in_passes(tmp_path):
+    runners = """'[{"group": "${{ vars.CI_GROUP }}", "labels": ["self-hosted", "Linux", "X64"]}]'"""
+    findings = _with_runners(tmp_path, runners)
+    assert not [f for f in findings if f.rule in {"RQF204", "RQF221", "RQF203"}], findings
+
+
+def test_rqf221_the_whole_list_from_an_expression_is_said_unchecked(tmp_path):
+    (notice,) = [
+        f for f in _with_runners(tmp_path, "${{ vars.RQF_CPU_RUNNERS }}") if f.rule == "RQF221"
+    ]
+    assert notice.level == "notice"
+    assert "was not checked" in notice.message
+
+
+def test_rqf221_a_github_context_takes_the_coordinators_value(tmp_path):
+    runners = """'[{"labels": ["self-hosted", "Linux", "X64", "run-${{ github.run_id }}"]}]'"""
+    (notice,) = [f for f in _with_runners(tmp_path, runners) if f.rule == "RQF221"]
+    assert "github.run_id" in notice.message
+    assert "the coordinator's value" in notice.message

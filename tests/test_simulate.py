@@ -19,6 +19,8 @@ from runner_queue_fallback.tools.simulate.scenarios import (
     DEFAULT_SCENARIO,
     CatalogueEntry,
     CatalogueError,
+    Expectation,
+    Observed,
     load_catalogue,
     load_entry,
 )
@@ -441,3 +443,73 @@ def test_demo_script_runs_simulate():
     demo = (Path(__file__).resolve().parent.parent / "scripts" / "demo").read_text()
     assert "scripts/bootstrap runtime\n" in demo
     assert "python -m runner_queue_fallback simulate" in demo
+
+
+# -- a pool is its labels as a set (issue 43) ---------------------------------------------------
+
+README_RUNNERS = json.dumps(
+    [
+        {"group": "ci-linux", "labels": ["self-hosted", "linux-amd64-cpu16"]},
+        {"group": "ci-linux", "labels": ["self-hosted", "linux-amd64-cpu8"]},
+    ]
+)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        ["self-hosted", "linux-amd64-cpu16"],
+        ["LINUX-AMD64-CPU16", "Self-Hosted"],
+        ["x64", "self-hosted", "LINUX"],
+    ],
+)
+def test_simulate_is_as_expected_for_any_label_order_or_case(labels):
+    """The fake serves `runs-on` as a set; the expectation compares the pool the same way."""
+    runners = json.dumps([{"group": "ci", "labels": labels}])
+    code, text = simulate("--runner-type", "cpu", "--runners", runners)
+    assert code == 0, text
+    assert "  as expected: exit 0, 1 attempt" in text
+    assert "NOT AS EXPECTED" not in text
+
+
+def test_simulate_is_as_expected_for_the_readme_runners_example():
+    code, text = simulate("--runner-type", "cpu", "--runners", README_RUNNERS)
+    assert code == 0, text
+    assert "  as expected: exit 0, 1 attempt, runner from self-hosted,linux-amd64-cpu16" in text
+
+
+def test_a_group_alone_is_named_by_its_group_and_served():
+    runners = json.dumps([{"group": "arc-set", "os": "linux", "arch": "amd64"}])
+    code, text = simulate("--runner-type", "cpu", "--runners", runners)
+    assert code == 0, text
+    assert "as expected: exit 0, 1 attempt, runner from arc-set" in text
+
+
+def test_busy_names_a_pool_in_any_order_or_case_or_by_its_group():
+    runners = json.dumps(
+        [
+            {"labels": ["self-hosted", "Linux", "X64", "big"]},
+            {"group": "arc-set", "os": "linux", "arch": "amd64"},
+        ]
+    )
+    code, text = simulate(
+        "--runner-type", "cpu", "--runners", runners, "--busy", "BIG,x64,linux,self-hosted=90m"
+    )
+    assert code == 0, text
+    assert "as expected: exit 0, 2 attempts, runner from arc-set" in text
+    code, text = simulate("--runner-type", "cpu", "--runners", runners, "--busy", "arc-set=90m")
+    assert code == 0, text
+    assert "runner from self-hosted,Linux,X64,big" in text
+
+
+def test_an_expectation_compares_the_serving_pool_as_a_set():
+    expect = Expectation(exit_code=0, attempts=1, served_by="self-hosted,Linux,X64")
+
+    def observed(served_by: str | None) -> Observed:
+        return Observed(
+            exit_code=0, attempts=1, served_by=served_by, outcomes=(), log="", post_exit_code=0
+        )
+
+    assert observed("x64,linux,SELF-HOSTED").problems(expect) == []
+    assert observed("self-hosted,linux").problems(expect) != []
+    assert observed(None).problems(expect) != []

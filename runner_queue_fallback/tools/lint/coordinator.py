@@ -41,6 +41,7 @@ from runner_queue_fallback.tools.lint.model import (
     permissions_of,
     whole_minutes,
 )
+from runner_queue_fallback.tools.lint.runners_value import note_runners_expressions, with_stand_ins
 from runner_queue_fallback.tools.plan import Plan, make_plan
 
 __all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
@@ -114,6 +115,16 @@ class CoordinatorStep:
         value = self.text(name)
         return value if value and not is_expression(value) else None
 
+    def checkable(self, name: str) -> str | None:
+        """The value lint checks (None: it cannot be checked).
+
+        The literal, or `runners` with stand-ins for expressions inside its JSON strings (RQF221).
+        """
+        if name != "runners":
+            return self.literal(name)
+        value = self.text(name)
+        return with_stand_ins(value) if value else None
+
     def line(self, name: str) -> int:
         """The line of the input, or of the `uses:` when it is absent."""
         node = self.inputs.get(name)
@@ -178,6 +189,7 @@ def lint_coordinator(
                 f"`{name}` is not an input of the coordinator action; it is ignored",
                 f"use one of: {', '.join(COORDINATOR_INPUTS)}",
             )
+    note_runners_expressions(path, step.line("runners"), step.text("runners"), report)
     inputs = _validate(step, report, profiles)
     hosted = _hosted_label(step.job)
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
@@ -254,7 +266,7 @@ def _scalars(node: Node) -> list[tuple[int, str]]:
 
 def _plannable(step: CoordinatorStep) -> bool:
     return step.literal("runner-type") is not None and all(
-        step.literal(name) is not None for name in _POOL_INPUTS if step.text(name)
+        step.checkable(name) is not None for name in _POOL_INPUTS if step.text(name)
     )
 
 
@@ -267,7 +279,7 @@ def _validate(
     for name in COORDINATOR_INPUTS:
         if name in _POOL_INPUTS and not plannable:
             continue
-        value = step.literal(name) if name != "token" else None
+        value = step.checkable(name) if name != "token" else None
         if value is not None or name in _STAND_INS:
             environ[env_name(name)] = value if value is not None else _STAND_INS[name]
     try:
@@ -279,7 +291,7 @@ def _validate(
             report.add(step.workflow.path, step.line(error.name), rule, str(error), fix)
         return None
     if not plannable and step.text("runner-type"):
-        dynamic = [name for name in _POOL_INPUTS if is_expression(step.text(name))]
+        dynamic = [name for name in _POOL_INPUTS if step.text(name) and not step.checkable(name)]
         report.add(
             step.workflow.path,
             _job_timeout_line(step),

@@ -18,7 +18,7 @@ from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_s
 from runner_queue_fallback.core.profiles import Candidate, Profile
 from runner_queue_fallback.tools.lint.child import find_guard
 from runner_queue_fallback.tools.lint.coordinator import CoordinatorStep
-from runner_queue_fallback.tools.lint.model import Node, Report, Workflow, is_expression
+from runner_queue_fallback.tools.lint.model import Node, Report, Workflow
 
 __all__ = ["HOSTED_INPUTS", "hosted_candidates", "lint_hosted_child", "note_unchecked"]
 
@@ -38,9 +38,10 @@ def hosted_candidates(step: CoordinatorStep, profiles: Mapping[str, Profile]) ->
     Empty when there is none, when an input is an expression (`note_unchecked` says so) or when
     the inputs are invalid (RQF204 reports them).
     """
-    if any(is_expression(step.text(name)) for name in _POOL_INPUTS):
+    values = {name: step.checkable(name) for name in _POOL_INPUTS if step.text(name)}
+    if any(value is None for value in values.values()):
         return ()
-    environ = {env_name(name): step.text(name) for name in _POOL_INPUTS if step.text(name)}
+    environ = {env_name(name): value for name, value in values.items() if value is not None}
     try:
         settings = read_pool_settings(environ, profiles)
     except InputErrors:
@@ -50,7 +51,7 @@ def hosted_candidates(step: CoordinatorStep, profiles: Mapping[str, Profile]) ->
 
 def note_unchecked(step: CoordinatorStep, report: Report) -> None:
     """RQF307 as a notice: `runners` or `hosted-last-resort` is an expression."""
-    dynamic = [name for name in HOSTED_INPUTS if is_expression(step.text(name))]
+    dynamic = [name for name in HOSTED_INPUTS if step.text(name) and not step.checkable(name)]
     if not dynamic:
         return
     report.add(

@@ -171,6 +171,11 @@ _RULES = (
         "warning",
         "coordinator: candidates on macOS or Windows (only the composite guard, not tried there)",
     ),
+    Rule(
+        "RQF221",
+        "notice",
+        "coordinator: `runners` with expressions is checked with stand-ins, or said unchecked",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
         "RQF302",

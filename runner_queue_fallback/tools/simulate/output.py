@@ -23,6 +23,7 @@ from runner_queue_fallback.tools.simulate.scenarios import (
     CatalogueEntry,
     CoordinatorSpec,
     Expectation,
+    same_pool_text,
 )
 from runner_queue_fallback.tools.simulate.scenarios.predict import TooClose
 from runner_queue_fallback.tools.simulate.steps import (
@@ -57,7 +58,7 @@ def which_way(sim: Simulated, run: SimulationRun, close: TooClose) -> str:
         side = f"the workload {'was cut off at' if timed_out else 'ended within'} its timeout"
     elif any("race" in o for o in observed.outcomes):
         side = f"{close.pool} freed its runner just as its child was being cancelled (the race)"
-    elif observed.served_by == close.pool:
+    elif same_pool_text(observed.served_by, close.pool):
         side = f"{close.pool} freed its runner before its queue deadline"
     else:
         side = f"the queue deadline came first: {close.pool}'s child was cancelled"

@@ -20,6 +20,7 @@ from runner_queue_fallback.commands import Main
 from runner_queue_fallback.core.clock import SystemClock
 from runner_queue_fallback.core.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.core.inputs import read_pool_settings as _read_pool_settings
+from runner_queue_fallback.core.labels import canonical, label_names, same_labels
 from runner_queue_fallback.core.profiles import HOSTED_POOL, load_profiles
 from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.fake_github.model import Timings, Workload
@@ -240,9 +241,9 @@ def _workload(args: argparse.Namespace) -> Any:
 def _with_busy(world: Scenario, busy: Iterable[tuple[str, float]]) -> Scenario:
     pools = list(world.pools)
     for name, seconds in busy:
-        matches = [i for i, p in enumerate(pools) if name in _pool_names(p)]
+        matches = [i for i, p in enumerate(pools) if _names_pool(name, p)]
         if not matches:
-            known = ", ".join(label_text(p) for p in pools)
+            known = ", ".join(label_text(p) or p.group for p in pools)
             raise SimulateError(
                 f"--busy {name!r}: no pool has these labels; the pools are: {known}"
             )
@@ -251,9 +252,19 @@ def _with_busy(world: Scenario, busy: Iterable[tuple[str, float]]) -> Scenario:
     return replace(world, pools=tuple(pools))
 
 
-def _pool_names(pool: PoolSpec) -> set[str]:
-    labels = label_text(pool)
-    return {labels, f"{pool.group}/{labels}", f"{pool.group} / {labels}"}
+def _names_pool(name: str, pool: PoolSpec) -> bool:
+    """Whether `--busy` names this pool.
+
+    By its labels in any order and case, as `group/labels` (or `group / labels`), or by its
+    group alone when it has no labels.
+    """
+    group, _, labels = name.rpartition("/") if "/" in name else ("", "", name)
+    group, labels = group.strip(), labels.strip()
+    if group and group != pool.group:
+        return False
+    if not label_names(pool.labels):
+        return labels in {"", pool.group} and bool(group or labels)
+    return bool(labels) and same_labels(labels.split(","), pool.labels)
 
 
 def entry_from_flags(
@@ -264,7 +275,7 @@ def entry_from_flags(
     pools: dict[tuple[str, str], PoolSpec] = {}
     for candidate in settings.candidates:
         pools.setdefault(
-            (candidate.group, candidate.label_text),
+            (candidate.group, canonical(candidate.labels)),
             PoolSpec(
                 group=HOSTED_POOL if candidate.hosted else candidate.group,
                 labels=candidate.labels,

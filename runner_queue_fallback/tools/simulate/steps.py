@@ -295,16 +295,24 @@ class Simulated:
 
     def observed(self, run: SimulationRun) -> Observed:
         """What one coordinator did, in the catalogue's terms."""
-        served = [h.pool for h in self.children(run) if h.allocated_at is not None and h.pool]
+        served = [h for h in self.children(run) if h.allocated_at is not None and h.pool]
         attempts = json.loads(run.outputs.get("attempts-json") or "[]")
         return Observed(
             exit_code=run.exit_code,
             attempts=int(run.outputs.get("attempts") or 0),
-            served_by=",".join(served[-1][1]) if served else None,
+            served_by=self._served_by(served[-1]) if served else None,
             outcomes=tuple(str(a.get("outcome", "")) for a in attempts),
             log=run.log + run.post_log,
             post_exit_code=run.post_exit_code,
         )
+
+    def _served_by(self, history: RunHistory) -> str:
+        """The pool that served a child, as `runs-on` asked: its labels as written, else its group."""
+        job = self.world.runs[history.run_id].job
+        if job is not None and job.labels:
+            return ",".join(job.labels)
+        assert history.pool is not None  # noqa: S101  # only served children are asked
+        return history.pool[0]
 
 
 def simulate_entry(entry: CatalogueEntry, *, main: Main, guard: bool = True) -> Simulated:

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from runner_queue_fallback.core.labels import same_labels
 from runner_queue_fallback.fake_github.scenario import Scenario
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "Observed",
     "load_catalogue",
     "load_entry",
+    "same_pool_text",
 ]
 
 CATALOGUE_DIR = Path(__file__).resolve().parent
@@ -84,10 +86,12 @@ class Observed(BaseModel):
     def problems(self, expect: Expectation) -> list[str]:
         """Every way this differs from `expect` (empty when it ended as stated)."""
         found = []
-        for name in ("exit_code", "attempts", "served_by", "post_exit_code"):
+        for name in ("exit_code", "attempts", "post_exit_code"):
             wanted = getattr(expect, name)
             if (name != "post_exit_code" or wanted is not None) and getattr(self, name) != wanted:
                 found.append(f"{name}: expected {wanted!r}, got {getattr(self, name)!r}")
+        if not same_pool_text(expect.served_by, self.served_by):
+            found.append(f"served_by: expected {expect.served_by!r}, got {self.served_by!r}")
         if expect.outcomes is not None:
             matched = len(expect.outcomes) == len(self.outcomes) and all(
                 want in got for want, got in zip(expect.outcomes, self.outcomes, strict=True)
@@ -193,3 +197,13 @@ def load_catalogue(directory: Path = CATALOGUE_DIR) -> dict[str, CatalogueEntry]
     if DEFAULT_SCENARIO in entries:
         entries = {DEFAULT_SCENARIO: entries[DEFAULT_SCENARIO], **entries}
     return entries
+
+
+def same_pool_text(a: str | None, b: str | None) -> bool:
+    """Whether two `served_by` names (comma-joined labels, or a group) are one pool.
+
+    Labels compare as GitHub matches them, in any order and case (`core/labels.py`).
+    """
+    if a is None or b is None:
+        return a is b
+    return same_labels(a.split(","), b.split(","))

@@ -16,6 +16,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from runner_queue_fallback.core.labels import same_labels
 from runner_queue_fallback.core.profiles import Candidate
 from runner_queue_fallback.fake_github.model import DEFAULT_PLATFORM
 from runner_queue_fallback.fake_github.scenario import PoolSpec, Scenario
@@ -77,10 +78,9 @@ def _free_from(pool: PoolSpec | None, start: float) -> float:
 
 def _pool_of(world: Scenario, candidate: Candidate) -> PoolSpec | None:
     for pool in world.pools:
-        labels = pool.labels if isinstance(pool.labels, str) else ",".join(pool.labels)
         # a hosted candidate has no group: it matches the hosted pool of its labels
         same = pool.hosted if candidate.hosted else pool.group == candidate.group
-        if same and labels == candidate.label_text:
+        if same and same_labels(pool.labels, candidate.labels):
             return pool
     return None
 
@@ -170,5 +170,6 @@ def _served(
             f"after {_minutes(workload.duration)}"
         )
         exit_code = 0 if workload.outcome == "success" else 1
-    expect = Expectation(exit_code=exit_code, attempts=number, served_by=candidate.label_text)
+    served = candidate.label_text or candidate.group  # a group alone is named by the group
+    expect = Expectation(exit_code=exit_code, attempts=number, served_by=served)
     return Prediction(expect, "; ".join(story))
