@@ -26,7 +26,7 @@ from runner_queue_fallback import __version__
 from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
 from runner_queue_fallback.core.clock import SystemClock
 from runner_queue_fallback.core.errors import InputErrors, RQFError
-from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
+from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS, TOKEN_VARIABLES
 from runner_queue_fallback.core.report import Reporter, escape_log_line, escape_markdown
 
 if TYPE_CHECKING:
@@ -46,6 +46,9 @@ class Subcommand(NamedTuple):
     flags: bool = False
     #: the environment variables it reads, listed by its `--help` (kept here: `--help` is light)
     reads: tuple[str, ...] = ()
+    #: `module:function` adding the flags of a heavy subcommand from a light module (default:
+    #: the subcommand's own `add_arguments`)
+    arguments: str = ""
 
 
 _COMMANDS = "runner_queue_fallback.commands"
@@ -90,7 +93,9 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "coordinate": Subcommand(
         f"{_COMMANDS}.coordinate",
         "run the fallback sequence (the action's main step)",
-        reads=_COORDINATOR_ENV + _RUN_ENV + _JOB_ENV + _FILES_ENV,
+        flags=True,
+        arguments=f"{_COMMANDS}.flags:add_token_env_flag",
+        reads=(*_COORDINATOR_ENV, "GITHUB_TOKEN", *_RUN_ENV, *_JOB_ENV, *_FILES_ENV),
     ),
     "cleanup": Subcommand(
         f"{_COMMANDS}.cleanup",
@@ -111,7 +116,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
         f"{_COMMANDS}.preflight",
         "every read the coordinator makes before dispatching (token, refs, child file), no POST",
         flags=True,
-        reads=_COORDINATOR_ENV + _RUN_ENV + ("GITHUB_STEP_SUMMARY",),
+        reads=(*_COORDINATOR_ENV, "GITHUB_TOKEN", *_RUN_ENV, "GITHUB_STEP_SUMMARY"),
     ),
     "stats": Subcommand(
         f"{_COMMANDS}.stats",
@@ -168,12 +173,42 @@ class _Parser(argparse.ArgumentParser):
         super().error(escape_log_line(message))
 
     def unknown(self, extra: Sequence[str]) -> NoReturn:
-        """Refuse arguments this (sub)command does not take, naming the flag a typo meant."""
+        """Refuse arguments this (sub)command does not take, naming the flag a typo meant.
+
+        A flag's value is never repeated (it may be a secret: `--token abc`), and `--token`
+        gets the way to give a token instead of the usage.
+        """
+        names = [arg.partition("=")[0] for arg in extra if arg.startswith("-")]
+        if "--token" in names:
+            self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {_TOKEN_FLAG}\n")
         flags = sorted(set(re.findall(r"(?<![\w-])--[a-z][\w-]*", self.format_help())))
-        hints = [
-            _did_you_mean(arg.partition("=")[0], flags) for arg in extra if arg.startswith("--")
-        ]
-        self.error(f"unrecognized arguments: {' '.join(extra)}{''.join(hints)}")
+        hints = [_did_you_mean(name, flags) for name in names if name.startswith("--")]
+        self.error(f"unrecognized arguments: {' '.join(_without_values(extra))}{''.join(hints)}")
+
+
+#: The answer to `--token VALUE`: no flag takes a token (shell history, process lists).
+_TOKEN_FLAG = (
+    "there is no --token flag: a token on the command line lands in shell history and process "
+    f"lists. Export it as {' or '.join(TOKEN_VARIABLES)}, or name the variable that holds it with "
+    "--token-env NAME"
+)
+
+
+def _without_values(extra: Sequence[str]) -> list[str]:
+    """The unknown arguments with every flag's value left out (`--x=v`, or `--x v`)."""
+    shown: list[str] = []
+    after_flag = False
+    for arg in extra:
+        if arg.startswith("-"):
+            name, equals, _ = arg.partition("=")
+            shown.append(f"{name}=..." if equals else name)
+            after_flag = not equals
+        elif after_flag:
+            shown.append("...")
+            after_flag = False
+        else:
+            shown.append(arg)
+    return shown
 
 
 @functools.cache
@@ -185,6 +220,7 @@ def _build_parser(chosen: str | None) -> _Parser:
     """
     parser = _Parser(
         prog="runner-queue-fallback",
+        allow_abbrev=False,
         description="Run a one-job child workflow on the first runner pool that gives it a runner.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
@@ -196,10 +232,12 @@ def _build_parser(chosen: str | None) -> _Parser:
             description=subcommand.help,
             epilog=_reads(subcommand),
             formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,  # `--runner-typ` is a typo to name, not `--runner-type`
         )
         parser.commands[name] = sub
         if name == chosen and subcommand.flags:
-            _load(subcommand).add_arguments(sub)
+            module, _, function = (subcommand.arguments or subcommand.module).partition(":")
+            getattr(importlib.import_module(module), function or "add_arguments")(sub)
     return parser
 
 

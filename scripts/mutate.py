@@ -100,6 +100,7 @@ MAP_TESTS = (
     "tests/test_coordinator.py",
     "tests/test_copies.py",
     "tests/test_copy_window.py",
+    "tests/test_first_hour.py",
     "tests/test_github_client.py",
     "tests/test_guard.py",
     "tests/test_guard_parent_ref.py",

@@ -221,6 +221,7 @@ HELP_MODULES = {
     "runner_queue_fallback.cli",
     "runner_queue_fallback.core.clock",
     "runner_queue_fallback.commands",
+    "runner_queue_fallback.commands.flags",  # `coordinate --help`: its one flag, --token-env
     "runner_queue_fallback.core",
     "runner_queue_fallback.core.errors",
     "runner_queue_fallback.core.input_names",

@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from runner_queue_fallback import cli
+from runner_queue_fallback.commands.flags import input_help
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import InputErrors, read_pool_settings
 from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles
@@ -293,6 +294,4 @@ def test_action_yml_and_the_help_list_every_runner_type():
     assert "gpu-amd64-<N>gpu and gpu-arm64-<N>gpu for N GPUs on one worker, N from 2 to 8" in listed
     manifest = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
     assert listed in manifest["inputs"]["runner-type"]["description"]
-    from runner_queue_fallback.commands.flags import INPUT_HELP  # noqa: PLC0415  # after profiles
-
-    assert listed in INPUT_HELP["runner-type"]
+    assert listed in input_help("runner-type")

@@ -5,14 +5,16 @@ from __future__ import annotations
 import argparse
 import signal
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from runner_queue_fallback.action.coordinator import Coordinator
 from runner_queue_fallback.action.outcome import outcome_of_exception, title
 from runner_queue_fallback.action.summary import publish
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
+from runner_queue_fallback.commands.flags import warn_unknown_inputs, with_token
 from runner_queue_fallback.core.errors import Interrupted, RQFError
+from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS
 from runner_queue_fallback.core.inputs import read_coordinator_inputs, read_run_context
 from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.core.report import Reporter
@@ -21,7 +23,7 @@ from runner_queue_fallback.tools.plan import Plan, make_plan
 __all__ = ["run", "signals_interrupt"]
 
 
-def run(_args: argparse.Namespace, ctx: Context) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> int:
     """Run the sequence, publish outputs and summary; 0 only when the child succeeded.
 
     A step ended before its result is published (an input error, a signal, a bug) still sets
@@ -29,7 +31,7 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
     """
     reporter = ctx.reporter()
     try:
-        return _coordinate(ctx, reporter)
+        return _coordinate(with_token(ctx.environ, args.token_env), ctx, reporter)
     except BaseException as exc:  # re-raised: the root reports it, or the traceback shows it
         if "outcome" not in reporter.outputs:
             word = outcome_of_exception(exc)
@@ -39,9 +41,10 @@ def run(_args: argparse.Namespace, ctx: Context) -> int:
         raise
 
 
-def _coordinate(ctx: Context, reporter: Reporter) -> int:
-    inputs = read_coordinator_inputs(ctx.environ, load_profiles())
-    context = read_run_context(ctx.environ)
+def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) -> int:
+    warn_unknown_inputs(environ, COORDINATOR_INPUTS, reporter)
+    inputs = read_coordinator_inputs(environ, load_profiles())
+    context = read_run_context(environ)
     token = inputs.token.get_secret_value()
     reporter.mask(token)
     _say_hosted(make_plan(inputs.pools), reporter)

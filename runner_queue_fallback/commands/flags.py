@@ -1,11 +1,20 @@
-"""One flag per coordinator input (not the token), for `plan` and `simulate`."""
+"""One flag per coordinator input, and `--token-env` (no flag takes the token itself).
+
+Light (argparse and the input names): `coordinate --help` loads it for `--token-env`.
+"""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 
-from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS
-from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles
+from runner_queue_fallback.core.errors import InputError, InputErrors
+from runner_queue_fallback.core.input_names import (
+    COORDINATOR_INPUTS,
+    TOKEN_VARIABLES,
+    unknown_inputs,
+)
+from runner_queue_fallback.core.report import Reporter
 
 __all__ = ["INPUT_HELP", "add_input_flags", "input_flags"]
 
@@ -19,7 +28,7 @@ INPUT_HELP = {
     "workflow-ref": f"branch or tag holding the child workflow, e.g. main {_NEEDED}",
     "source-ref": f"full ref: refs/heads/..., refs/tags/..., refs/pull/N/merge {_NEEDED}",
     "source-sha": f"full 40-hex SHA that source-ref must point at {_NEEDED}",
-    "runner-type": f"{describe_runner_types(load_profiles())} (required; no default)",
+    "runner-type": "{runner_types} (required; no default)",  # from the profiles, when added
     "queue-policy": "standard or extended (default: standard)",
     "queue-timeout-minutes": (
         "1 to 60: the queue deadline of every candidate without its own (default: the policy's)"
@@ -41,13 +50,24 @@ INPUT_HELP = {
 }
 
 
+def input_help(name: str) -> str:
+    """An input flag's help; `--runner-type` lists the runner types the profiles define."""
+    text = INPUT_HELP[name]
+    if "{runner_types}" not in text:
+        return text
+    # profiles load pydantic and TOML: only a command with input flags pays for them
+    from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles  # noqa: PLC0415
+
+    return text.format(runner_types=describe_runner_types(load_profiles()))
+
+
 def add_input_flags(parser: argparse.ArgumentParser, title: str) -> None:
     """Add `--workflow`, `--runner-type` and the other inputs as a group titled `title`."""
     group = parser.add_argument_group(title)
     for name in COORDINATOR_INPUTS:
         if name != "token":
             group.add_argument(
-                f"--{name}", dest=f"{_PREFIX}{name}", metavar="VALUE", help=INPUT_HELP[name]
+                f"--{name}", dest=f"{_PREFIX}{name}", metavar="VALUE", help=input_help(name)
             )
 
 
@@ -58,3 +78,42 @@ def input_flags(args: argparse.Namespace) -> dict[str, str]:
         for key, value in vars(args).items()
         if key.startswith(_PREFIX) and value is not None
     }
+
+
+def warn_unknown_inputs(
+    environ: Mapping[str, str], known: tuple[str, ...], reporter: Reporter
+) -> None:
+    """A warning annotation for each `INPUT_*` variable that is no input, beside known ones."""
+    for warning in unknown_inputs(environ, known):
+        reporter.warning(warning, title="Unknown input")
+
+
+def add_token_env_flag(parser: argparse.ArgumentParser) -> None:
+    """`--token-env NAME`: the variable that holds the token."""
+    parser.add_argument(
+        "--token-env",
+        metavar="NAME",
+        help=(
+            "the environment variable that holds the token (default: "
+            f"{', then '.join(TOKEN_VARIABLES)}); no flag takes the token itself"
+        ),
+    )
+
+
+def with_token(environ: Mapping[str, str], token_env: str | None) -> dict[str, str]:
+    """`environ` with the `token` input from `--token-env`, else INPUT_TOKEN, else GITHUB_TOKEN.
+
+    The one order every command that talks to GitHub reads the token in.
+    """
+    found = dict(environ)
+    names = (token_env,) if token_env else TOKEN_VARIABLES
+    value = next((environ[n] for n in names if environ.get(n, "").strip()), None)
+    if token_env and value is None:
+        problem = (
+            f"was to come from {token_env} (--token-env), which is not set or blank: export "
+            f"{token_env} first, or name the variable that holds the token"
+        )
+        raise InputErrors([InputError("token", problem)])
+    if value is not None:
+        found[TOKEN_VARIABLES[0]] = value  # INPUT_TOKEN, the runner's `token` input
+    return found

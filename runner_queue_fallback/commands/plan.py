@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from runner_queue_fallback.commands import EXIT_OK, Context
 from runner_queue_fallback.commands.flags import add_input_flags, input_flags
+from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, unknown_inputs
 from runner_queue_fallback.core.inputs import env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.core.report import escape_json, escape_log_line
@@ -26,6 +28,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     """Print the plan for the inputs in the environment and the flags."""
     environ = {**ctx.environ, **{env_name(k): v for k, v in input_flags(args).items()}}
+    # warnings are annotations on stdout; beside --json they go to stderr, as plain lines
+    for warning in unknown_inputs(environ, COORDINATOR_INPUTS):
+        if args.json:
+            print(f"warning: {escape_log_line(warning)}", file=sys.stderr)
+        else:
+            ctx.reporter().warning(warning, title="Unknown input")
     plan = make_plan(read_pool_settings(environ, load_profiles()))
     if args.json:
         print(escape_json(json.dumps(plan.as_dict(), indent=2)), file=ctx.stdout)

@@ -10,10 +10,9 @@ suggestions, validated in one model so errors are collected per input.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, SecretStr
@@ -21,7 +20,12 @@ from pydantic import BaseModel, ConfigDict, SecretStr
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import InputError, InputErrors
 from runner_queue_fallback.core.hosted import hosted_candidate, hosted_problem
-from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS
+from runner_queue_fallback.core.input_names import (
+    COORDINATOR_INPUTS,
+    GUARD_INPUTS,
+    TOKEN_VARIABLES,
+    closest,
+)
 from runner_queue_fallback.core.overrides import parse_json, resolve_runners
 from runner_queue_fallback.core.profiles import Candidate, Profile
 from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
@@ -32,6 +36,7 @@ __all__ = [
     "FULL_SHA",
     "GUARD_INPUTS",
     "OTHER_RULES",
+    "TOKEN_VARIABLES",
     "CoordinatorInputs",
     "GuardInputs",
     "InputErrors",
@@ -39,6 +44,7 @@ __all__ = [
     "RunContext",
     "closest",
     "env_name",
+    "how_to_supply",
     "read_coordinator_inputs",
     "read_guard_inputs",
     "read_pool_settings",
@@ -161,18 +167,37 @@ class RunContext(BaseModel):
     runner_name: str = ""
 
 
+def how_to_supply(name: str, *, flags: bool) -> str:
+    """How a missing input is given where its user is: a workflow's `with:`, and by hand.
+
+    `flags`: the command takes input flags (`plan`, `preflight`, `coordinate`); the guard does not.
+    No flag ever takes the token: it would land in shell history and process lists.
+    """
+    if name == "token":
+        return (
+            "in a workflow it defaults to the job's GITHUB_TOKEN (or set `token:` under the "
+            "step's `with:`, from a secret); by hand, export it as "
+            f"{' or '.join(TOKEN_VARIABLES)}, or name the variable that holds it with "
+            "--token-env NAME (no flag takes the token itself)"
+        )
+    by_hand = f"--{name} VALUE or {env_name(name)}" if flags else env_name(name)
+    return f"in a workflow, set `{name}:` under the step's `with:`; by hand, {by_hand}"
+
+
 class _Reader:
     """Reads inputs one by one and collects every error instead of stopping at the first."""
 
-    def __init__(self, environ: Mapping[str, str]) -> None:
+    def __init__(self, environ: Mapping[str, str], *, flags: bool = True) -> None:
         self.environ = environ
+        self.flags = flags
         self.errors: list[InputError] = []
 
     def get(self, name: str, parse: Callable[[str, str], T], default: T, *, required: bool) -> T:
         raw = _raw(self.environ, name)
         if raw is None:
             if required:
-                self.errors.append(InputError(name, "is required and was not supplied"))
+                how = how_to_supply(name, flags=self.flags)
+                self.errors.append(InputError(name, f"is required and was not supplied: {how}"))
             return default
         try:
             return parse(name, raw)
@@ -183,16 +208,6 @@ class _Reader:
     def done(self) -> None:
         if self.errors:
             raise InputErrors(self.errors)
-
-
-def closest(given: str, options: Iterable[str]) -> str | None:
-    """The option a typo most likely meant (`gpuu` -> `gpu`, `pinned` -> `pinned-after-start`)."""
-    typed, choices = given.strip().lower(), list(options)
-    started = [option for option in choices if typed and option.startswith(typed)]
-    if len(started) == 1:
-        return started[0]
-    found = difflib.get_close_matches(typed, choices, n=1)
-    return found[0] if found else None
 
 
 def _choice(options: tuple[S, ...]) -> Callable[[str, str], S]:
@@ -233,10 +248,19 @@ def whole_number(raw: str, max_digits: int) -> int | None:
     return None
 
 
+def _signed_whole(raw: str) -> float:
+    """A plain ASCII whole number that may be negative, else NaN.
+
+    `-5` is a whole number out of range, not a value of the wrong kind.
+    """
+    digits = raw.removeprefix("-")
+    return -float(digits) if raw != digits and whole_number(digits, 6) is not None else math.nan
+
+
 def _execution_minutes(name: str, raw: str) -> int:
     value = whole_number(raw, 6)
     if value is None or not (1 <= value <= timing.EXECUTION_MINUTES_MAX):
-        seen = math.nan if value is None else value
+        seen = _signed_whole(raw) if value is None else value
         allowed = f"1 to {timing.EXECUTION_MINUTES_MAX}"
         raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
     return value
@@ -245,7 +269,7 @@ def _execution_minutes(name: str, raw: str) -> int:
 def _admission_minutes(name: str, raw: str) -> int:
     value = whole_number(raw, 6)
     if value is None or value > timing.ADMISSION_MINUTES_MAX:
-        seen = math.nan if value is None else value
+        seen = _signed_whole(raw) if value is None else value
         allowed = f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}"
         raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
     return value
@@ -538,7 +562,7 @@ def read_coordinator_inputs(
 
 def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     """Read and validate the guard's inputs."""
-    reader = _Reader(environ)
+    reader = _Reader(environ, flags=False)
     request_id = reader.get("request-id", _text, "", required=True)
     parent_run_id = reader.get("parent-run-id", _positive_int, 0, required=True)
     parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)

@@ -18,6 +18,7 @@ import json
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import InputError
 from runner_queue_fallback.core.hosted import classify, hosted_candidate, hosted_problem
+from runner_queue_fallback.core.input_names import closest
 from runner_queue_fallback.core.labels import Labels, has_label, label_names, same_pool
 from runner_queue_fallback.core.machine import (
     MEMORY_GROUP,
@@ -127,7 +128,7 @@ def _candidate(
         raise _bad(index, "must be an object with group, labels or both")
     unknown = set(item) - _CANDIDATE_KEYS
     if unknown:
-        raise _bad(index, f"has unknown key(s) {sorted(unknown)}")
+        raise _bad(index, f"has unknown key(s) {sorted(unknown)}{_meant(unknown, _CANDIDATE_KEYS)}")
     group, labels = _group(index, item), _labels(index, item)
     if not group and not labels:
         raise _bad(index, "needs 'group', 'labels' or both, as runs-on takes them")
@@ -207,9 +208,21 @@ def _keeps_type(where: str, machine: Machine, profile: Profile) -> None:
         )
 
 
+def _meant(unknown: set[str], keys: set[str]) -> str:
+    """` (did you mean 'labels'?)` for each unknown key close to a known one."""
+    found = [f"{near!r} for {key!r}" for key in sorted(unknown) if (near := closest(key, keys))]
+    return f" (did you mean {', '.join(found)}?)" if found else ""
+
+
 def _deadline(index: int, item: dict[str, object], default_minutes: float) -> float:
     """The candidate's own `queue-timeout-minutes`, else the action-level or the policy's."""
     deadline = item.get("queue-timeout-minutes", default_minutes)
+    if isinstance(deadline, str):
+        raise _bad(
+            index,
+            f"queue-timeout-minutes is a JSON string ({deadline!r}); write the number without "
+            "quotes, from 1 to 60",
+        )
     if (
         isinstance(deadline, bool)
         or not isinstance(deadline, int | float)

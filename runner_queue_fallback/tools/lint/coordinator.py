@@ -15,6 +15,7 @@ import yaml
 
 from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.input_names import closest
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
@@ -131,6 +132,14 @@ class CoordinatorStep:
         return node.line if node is not None else self.uses_line
 
 
+def _input_fix(name: str) -> str:
+    """RQF211's fix: the input a typo meant, else every input."""
+    near = closest(name, COORDINATOR_INPUTS)
+    if near is not None:
+        return f"did you mean `{near}`? (the inputs: {', '.join(COORDINATOR_INPUTS)})"
+    return f"use one of: {', '.join(COORDINATOR_INPUTS)}"
+
+
 def execution_minutes(step: CoordinatorStep, profiles: Mapping[str, Profile]) -> int | None:
     """The execution budget the coordinator allows, read as the action reads it.
 
@@ -187,7 +196,7 @@ def lint_coordinator(
                 node.line,
                 "RQF211",
                 f"`{name}` is not an input of the coordinator action; it is ignored",
-                f"use one of: {', '.join(COORDINATOR_INPUTS)}",
+                _input_fix(name),
             )
     note_runners_expressions(path, step.line("runners"), step.text("runners"), report)
     inputs = _validate(step, report, profiles)

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import Any, TextIO
 
 from runner_queue_fallback.commands import Main
-from runner_queue_fallback.core.clock import SystemClock
+from runner_queue_fallback.core.clock import FakeClock, SystemClock
 from runner_queue_fallback.core.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.core.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.core.labels import canonical, label_names, same_labels
@@ -38,10 +38,13 @@ from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
     TOKEN,
+    coordinator_environ,
     simulate_entry,
+    step_files_dir,
+    with_defaults,
 )
 
-__all__ = ["SimulateError", "entry_from_flags", "parse_busy", "run"]
+__all__ = ["SimulateError", "entry_from_flags", "parse_busy", "preflight_on_the_fake", "run"]
 
 EXIT_OK = 0
 EXIT_UNEXPECTED = 1
@@ -313,3 +316,24 @@ def _validate_inputs(inputs: Mapping[str, str]) -> None:
 
 
 # ------------------------------------------------------------------------------ rendering
+
+
+def preflight_on_the_fake(flags: Mapping[str, str], *, main: Main) -> int:
+    """`preflight --simulate`: every check against the bundled fake GitHub, on virtual time.
+
+    The world is the one `simulate` builds from the same inputs (one free pool per candidate, the
+    child workflow `runner-worker.yml` on `main`, the source at its SHA, a live parent run); the
+    token is the fake's own, so no token and no network are needed.
+    """
+    inputs = {
+        "workflow": "runner-worker.yml",
+        "workflow-ref": "main",
+        "runner-type": "cpu",
+        **flags,
+    }
+    clock = FakeClock()
+    world = entry_from_flags(inputs, ()).world.build(clock)
+    world.add_parent_run(PARENT_RUN_ID)
+    with step_files_dir(None) as files:
+        environ = coordinator_environ(world, with_defaults(world, inputs), files)
+        return main(["preflight"], environ, clock=clock, session=world.session())

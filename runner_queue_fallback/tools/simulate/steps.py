@@ -40,12 +40,14 @@ __all__ = [
     "TOKEN",
     "Simulated",
     "SimulationRun",
+    "coordinator_environ",
     "guard_hook",
     "job_environ",
     "run_coordinator",
     "run_coordinators",
     "simulate_entry",
     "standard_world",
+    "step_files_dir",
     "with_defaults",
 ]
 
@@ -183,7 +185,7 @@ def run_coordinator(
     The admission spread is seeded by the parent run (see `cli._spread_source`): each coordinator
     of a fleet differs, and every run of a simulation is the same.
     """
-    with _step_files(step_files) as files:
+    with step_files_dir(step_files) as files:
         environ = coordinator_environ(
             world, inputs, files, parent_run_id=parent_run_id, token=token, extra=extra_environ
         )
@@ -256,7 +258,7 @@ def run_coordinators(
 
 
 @contextlib.contextmanager
-def _step_files(reused: Path | None) -> Iterator[Path]:
+def step_files_dir(reused: Path | None) -> Iterator[Path]:
     """`reused` emptied of the step's files, or a temporary directory of the run's own."""
     if reused is None:
         with tempfile.TemporaryDirectory(prefix="rqf-sim-") as tmp:
