@@ -138,6 +138,7 @@ MAP_TESTS = (
     "tests/test_startup_rules.py",
     "tests/test_stats_command.py",
     "tests/test_stats_history.py",
+    "tests/test_stats_label_sets.py",
     "tests/test_stats_recommend.py",
     "tests/test_stats_survival.py",
     "tests/test_troubleshooting.py",

@@ -400,7 +400,8 @@ def test_stats_prints_no_outside_command(planted_history: HistorySpec, capsys, f
     assert code == 0, out
     assert_no_outside_command(out)
     if fmt == ["--json"]:  # the JSON still says what GitHub said
-        assert {pool["labels"] for pool in json.loads(captured.out)["pools"]} == {BARE, PLANT}
+        pools = json.loads(captured.out)["pools"]
+        assert {tuple(pool["labels"]) for pool in pools} == {(BARE,), (PLANT,)}
 
 
 def test_stats_quotes_githubs_error_message_as_one_line(planted_history, capsys):

@@ -75,7 +75,7 @@ def test_json_output_follows_the_documented_schema(small, capsys):
     assert code == 0
     document = json.loads(out)
     jsonschema.validate(document, SCHEMA)
-    pools = {p["labels"]: p for p in document["pools"]}
+    pools = {",".join(p["labels"]): p for p in document["pools"]}
     assert set(pools) == {CPU16, CPU8}
     assert pools[CPU16]["timed_out"] > pools[CPU16]["allocated"]  # censoring dominates cpu16
     assert pools[CPU8]["within"]["10"] > 0.9
@@ -234,9 +234,26 @@ def test_the_plan_is_shown_before_the_first_request(small, capsys):
     assert Spy.plan_seen
 
 
-def _as_version_1(document: Any) -> Any:
-    """A version 2 document as version 1 wrote it: without what version 2 added."""
+def _as_version_2(document: Any) -> Any:
+    """A version 3 document as version 2 wrote it: labels sorted and comma-joined, refusals keyed
+    by them, every step `{group, labels}` (no hosted step here)."""
     old = json.loads(json.dumps(document))
+    old["version"] = 2
+    for pool in old["pools"]:
+        pool["labels"] = ",".join(sorted(pool["labels"]))
+    rec = old["recommendation"]
+    if rec:
+        rec["refused"] = {",".join(r["labels"]): r["reason"] for r in rec["refused"]}
+    for evaluation in [rec["current"], *rec["best"]] if rec else []:
+        if evaluation is not None:
+            for step in evaluation["steps"]:
+                step["labels"] = ",".join(step["labels"])
+    return old
+
+
+def _as_version_1(document: Any) -> Any:
+    """A version 3 document as version 1 wrote it: without what versions 2 and 3 added."""
+    old = _as_version_2(document)
     old["version"] = 1
     for key in ("carried_forward", "queued_with_steps", "windows", "source"):
         del old["reading"][key]
@@ -249,28 +266,31 @@ def _as_version_1(document: Any) -> Any:
     return old
 
 
-def test_the_schema_validates_both_versions_and_simulate_waits_reads_both(small, tmp_path, capsys):
+def test_the_schema_validates_every_version_and_simulate_waits_reads_each(small, tmp_path, capsys):
     world, clock = history_world(small)
     current = runners((CPU16, 10), (CPU8, 10))
     assert run_stats(world, clock, "--json", "--runner-type", "cpu", "--runners", current) == 0
     new = json.loads(capsys.readouterr().out)
-    old = _as_version_1(new)
-    assert new["version"] == 2
+    old, older = _as_version_1(new), _as_version_2(new)
+    assert new["version"] == 3
     jsonschema.validate(new, SCHEMA)
+    jsonschema.validate(older, SCHEMA)
     jsonschema.validate(old, SCHEMA)
+    with pytest.raises(jsonschema.ValidationError):  # version 3 writes labels as a list
+        jsonschema.validate({**older, "version": 3}, SCHEMA)
     with pytest.raises(jsonschema.ValidationError):  # a version 2 pool without the OTel name
         jsonschema.validate({**old, "version": 2}, SCHEMA)
     with pytest.raises(jsonschema.ValidationError):  # version 1 has no such fields
         jsonschema.validate({**new, "version": 1}, SCHEMA)
     replayed = []
-    for version, document in ((1, old), (2, new)):
+    for version, document in ((1, old), (2, older), (3, new)):
         path = tmp_path / f"v{version}.json"
         path.write_text(json.dumps(document))
         args = ["simulate", "--waits", str(path), "--runner-type", "cpu", "--runners", current]
         assert main([*args, "--replays", "5", "--json"]) == 0, version
         replayed.append(json.loads(capsys.readouterr().out)["replayed"])
-    assert replayed[0] == replayed[1]
-    path = tmp_path / "v3.json"
-    path.write_text(json.dumps({**new, "version": 3}))
+    assert replayed[0] == replayed[1] == replayed[2]
+    path = tmp_path / "v4.json"
+    path.write_text(json.dumps({**new, "version": 4}))
     assert main(["simulate", "--waits", str(path), "--runner-type", "cpu"]) == 2
-    assert "version 1 or 2" in capsys.readouterr().out
+    assert "version 1, 2 or 3" in capsys.readouterr().out

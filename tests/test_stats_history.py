@@ -240,7 +240,8 @@ def _bad_files() -> dict[str, tuple[str, str | None]]:
             changed(lambda d: d["children"][0].update(labels=json.loads("[" * 500 + "]" * 500))),
             "children[0].labels: must be a string",
         ),
-        "another schema": (changed(lambda d: d.update(version=2)), "not a history file"),
+        "another schema": (changed(lambda d: d.update(version=3)), "not a history file"),
+        "version true": (changed(lambda d: d.update(version=True)), "not a history file"),
         "an unknown ending": (
             changed(lambda d: d["children"][0].update(ending="won")),
             "children[0].ending: must be one of",

@@ -53,7 +53,9 @@ def test_refuses_pools_with_too_little_data():
     enough = pool(CPU8, [30] * 30)
     current = [Candidate(GROUP, CPU16, 10), Candidate(GROUP, CPU8, 10)]
     rec = recommend(current, {CPU16: few, CPU8: enough})
-    assert "9 allocations" in rec.refused[CPU16]
+    [refused] = rec.refused
+    assert refused.labels == CPU16
+    assert "9 allocations" in refused.reason
     assert rec.current is None
     assert all(s.labels == CPU8 for e in rec.best for s in e.steps)
 
@@ -66,7 +68,7 @@ def test_recommends_the_faster_pool_first_and_replay_confirms_the_gain(tmp_path,
     document = json.loads(capsys.readouterr().out)
     best = document["recommendation"]["best"][0]
     now = document["recommendation"]["current"]
-    assert best["steps"][0]["labels"] == CPU8
+    assert best["steps"][0]["labels"] == [CPU8]
     assert best["mean_seconds"] < now["mean_seconds"] / 3
     waits = tmp_path / "stats.json"
     waits.write_text(json.dumps(document))

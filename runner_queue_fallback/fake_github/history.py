@@ -18,6 +18,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from runner_queue_fallback.core.labels import Labels, as_list, canonical, label_names
 from runner_queue_fallback.fake_github.actions import ActionsModel
 from runner_queue_fallback.fake_github.model import FakeRun
 
@@ -84,16 +85,24 @@ Distribution = Exponential | LogNormal | Never
 
 @dataclass(frozen=True)
 class PoolHistory:
-    """One pool of the past: where it is and how long its queue made children wait."""
+    """One pool of the past: where it is and how long its queue made children wait.
+
+    A group, labels or both, as `runs-on` takes them ("" and (): not given).
+    """
 
     group: str
-    labels: str
+    labels: Labels
     waits: Distribution
 
     @property
     def runner(self) -> str:
-        """The child's `runner` input for this pool."""
-        return json.dumps({"group": self.group, "labels": self.labels}, separators=(",", ":"))
+        """The child's `runner` input for this pool: what is given of its group and labels."""
+        runs_on: dict[str, object] = {"group": self.group} if self.group else {}
+        if label_names(self.labels):
+            runs_on["labels"] = (
+                self.labels if isinstance(self.labels, str) else as_list(self.labels)
+            )
+        return json.dumps(runs_on, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -112,14 +121,15 @@ class HistorySpec:
     first_run_id: int = 7_000_001  # parent run ids of the generated sequences
     carried_forward: int = 0  # allocated children re-run later, their job carried into attempt 2
     queued_with_steps: int = 0  # allocated children whose job still shows `queued`
-    truth: dict[str, list[float]] = field(default_factory=dict)  # every drawn wait, by labels
+    #: every drawn wait, by the pool's labels as a set (`core/labels.py: canonical`)
+    truth: dict[str, list[float]] = field(default_factory=dict)
 
 
 def generate_history(world: ActionsModel, spec: HistorySpec) -> int:
     """Add `spec.sequences` finished sequences (and unrelated runs) before now; the child count.
 
-    Every drawn wait is appended to `spec.truth[labels]`, censored or not, so a test can compare
-    a measurement with what really happened as well as with the distribution.
+    Every drawn wait is appended to `spec.truth[canonical(labels)]`, censored or not, so a test
+    can compare a measurement with what really happened as well as with the distribution.
     """
     rng = random.Random(spec.seed)
     now = world.now()
@@ -201,7 +211,7 @@ def _add_sequence(
     for candidate, (index, minutes) in enumerate(order, start=1):
         pool = spec.pools[index]
         wait = pool.waits.sample(rng)
-        spec.truth.setdefault(pool.labels, []).append(wait)
+        spec.truth.setdefault(canonical(pool.labels), []).append(wait)
         deadline = minutes * 60.0
         queued = at + world.timings.jobs_delay
         inputs = {

@@ -4,6 +4,11 @@ Each replay builds a fresh fake GitHub whose pools make every new job wait a tim
 pool's Kaplan-Meier curve (the probability the data leave beyond their last runner is a runner that
 never comes), runs the real `coordinate` step on virtual time, and reads what happened from the
 fake's history. The draws are seeded, so a replay is reproducible. Composition, like `simulate`.
+
+A candidate finds its pool by its labels as a set (`core/labels.py`), in any order or case, in a
+file of any version (up to 2 a pool's labels are one string, sorted and comma-joined). A pool the
+history could not measure (`stats` writes no curve for it) or a group-only candidate has no
+measured waits, and the error says why.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any, TextIO
 from runner_queue_fallback.commands import Main
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
+from runner_queue_fallback.core.labels import canonical
 from runner_queue_fallback.core.profiles import Candidate, load_profiles
 from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.fake_github.model import Workload
@@ -30,11 +36,12 @@ from runner_queue_fallback.tools.simulate.steps import (
     standard_world,
     with_defaults,
 )
+from runner_queue_fallback.tools.stats.pools import candidate_text, labels_text, unmeasurable
 from runner_queue_fallback.tools.stats.recommend import Step, evaluate
 from runner_queue_fallback.tools.stats.report import SCHEMA, SCHEMA_VERSIONS
 from runner_queue_fallback.tools.stats.survival import Survival
 
-__all__ = ["ReplayResult", "load_curves", "replay", "run"]
+__all__ = ["Measured", "ReplayResult", "load_curves", "replay", "run"]
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 2
 MAX_REPLAYS = 2000
@@ -74,8 +81,18 @@ class ReplayResult:
         }
 
 
-def load_curves(path: Path) -> dict[str, tuple[str, Survival]]:
-    """Labels -> (group, curve) from a `stats --json` file of any version in SCHEMA_VERSIONS."""
+@dataclass(frozen=True)
+class Measured:
+    """One pool of a `stats --json` file: its labels as written, its group, its curve or why not."""
+
+    labels: tuple[str, ...]
+    group: str  # "" when the file names none
+    curve: Survival | None  # None: the history could not measure it
+    refused: str | None
+
+
+def load_curves(path: Path) -> dict[str, Measured]:
+    """Each pool by its label set (`canonical`), from a `stats --json` file of SCHEMA_VERSIONS."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -88,17 +105,32 @@ def load_curves(path: Path) -> dict[str, tuple[str, Survival]]:
         or type(data.get("version")) is not int  # `true` equals 1 in Python
         or data.get("version") not in SCHEMA_VERSIONS
     ):
-        versions = " or ".join(str(v) for v in SCHEMA_VERSIONS)
+        *first, last = (str(v) for v in SCHEMA_VERSIONS)
+        versions = f"{', '.join(first)} or {last}"
         raise ReplayError(
             f"--waits {path}: not `stats --json` output (schema {SCHEMA} version {versions})"
         )
     try:
-        return {
-            str(pool["labels"]): (str(pool.get("group") or ""), Survival.from_json(pool["curve"]))
-            for pool in data["pools"]
-        }
+        pools = [_measured(pool, data["version"]) for pool in data["pools"]]
     except (KeyError, TypeError, ValueError, RecursionError) as exc:
         raise ReplayError(f"--waits {path}: malformed pool entry ({exc})") from None
+    return {canonical(pool.labels): pool for pool in pools}
+
+
+def _measured(pool: Mapping[str, Any], version: int) -> Measured:
+    """One pool entry; TypeError, KeyError or ValueError when it is not one."""
+    labels = pool["labels"]
+    if version < 3:  # version 3 made a pool's labels a list
+        names = tuple(str(labels).split(",")) if labels else ()
+    elif isinstance(labels, list) and all(isinstance(name, str) for name in labels):
+        names = tuple(labels)
+    else:
+        raise TypeError("labels must be a list of strings")
+    curve = None if pool["curve"] is None else Survival.from_json(pool["curve"])
+    refused = pool.get("refused")
+    return Measured(
+        names, str(pool.get("group") or ""), curve, None if refused is None else str(refused)
+    )
 
 
 def replay(
@@ -119,8 +151,8 @@ def replay(
         clock = FakeClock()
         world = FakeGitHub(clock, workload=Workload(duration=WORKLOAD_SECONDS))
         standard_world(clock, world)
-        for candidate in {(c.group, c.label_text): c for c in candidates}.values():
-            curve = curves[candidate.label_text]
+        for candidate in {(c.group, canonical(c.labels)): c for c in candidates}.values():
+            curve = curves[canonical(candidate.labels)]
             world.add_pool(candidate.group, candidate.labels, wait=_sampler(curve, rng))
         run_coordinator(world, clock, with_defaults(world, inputs), post_step=False, main=main)
         world.catch_up()
@@ -164,9 +196,9 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
         for error in exc.errors:
             print(escape_log_line(f"simulate: error: {error}"), file=out)
         return EXIT_BAD_INPUT
-    curves = {labels: curve for labels, (_, curve) in loaded.items()}
+    curves = {key: pool.curve for key, pool in loaded.items() if pool.curve is not None}
     result = replay(curves, settings.candidates, inputs, replays=replays, seed=seed, main=main)
-    steps = [Step(c.group, c.label_text, c.queue_minutes) for c in settings.candidates]
+    steps = [Step.of(c, c.queue_minutes) for c in settings.candidates]
     predicted = evaluate(steps, curves)
     document = _as_json(result, predicted, steps)
     if args.json:
@@ -176,12 +208,24 @@ def run(args: argparse.Namespace, inputs: Mapping[str, str], out: TextIO, *, mai
     return EXIT_OK
 
 
-def _check_pools(path: str, candidates: Sequence[Candidate], loaded: Mapping[str, Any]) -> None:
-    missing = sorted({c.label_text for c in candidates if c.label_text not in loaded})
+def _check_pools(
+    path: str, candidates: Sequence[Candidate], loaded: Mapping[str, Measured]
+) -> None:
+    """Every candidate's pool measured in the file, matched by label set; else why not."""
+    missing = {}
+    for c in candidates:
+        pool = loaded.get(canonical(c.labels))
+        why = unmeasurable(c, pool.group if pool else "")
+        if why is None and pool is not None and pool.curve is None:
+            why = pool.refused
+        if why is not None or pool is None or pool.curve is None:
+            missing[candidate_text(c.group, c.labels)] = "" if why is None else f" ({why})"
     if missing:
+        measured = [labels_text(p.labels) for p in loaded.values() if p.curve is not None]
         raise ReplayError(
-            f"--waits {path}: no measured waits for {', '.join(missing)}; "
-            f"it has: {', '.join(loaded) or 'no pools'}"
+            f"--waits {path}: no measured waits for "
+            + ", ".join(f"{name}{why}" for name, why in sorted(missing.items()))
+            + f"; it has: {', '.join(measured) or 'no pools'}"
         )
 
 
@@ -211,11 +255,20 @@ def _as_json(result: ReplayResult, predicted: Any, steps: Sequence[Step]) -> dic
     }
 
 
+def _entry_text(entry: Mapping[str, Any]) -> str:
+    """A `runners` entry for a person to read: its labels, the hosted label, or its group."""
+    if "hosted" in entry:
+        return str(entry["hosted"])
+    if "labels" in entry:
+        return labels_text(tuple(entry["labels"]))
+    return candidate_text(str(entry["group"]), ())
+
+
 def _text(doc: Mapping[str, Any]) -> list[str]:
     def minutes(value: float | None) -> str:
         return "not reached" if value is None else f"{value / 60:.1f} min"
 
-    order = " -> ".join(f"{s['labels']} {s['queue-timeout-minutes']:g}m" for s in doc["runners"])
+    order = " -> ".join(f"{_entry_text(s)} {s['queue-timeout-minutes']:g}m" for s in doc["runners"])
     got = doc["replayed"]
     lines = [
         f"Replay of {order}: {doc['replays']} coordinator runs on sampled waits (seed {doc['seed']})",

@@ -2,12 +2,12 @@
 
 A run is ours when its run-name (`display_title`) is exactly a request id (`request_id.parse`);
 anything else in the workflow (a manual dispatch) is counted and skipped. Each child's `worker` job
-(of the attempt the list shows) gives the pool (its `labels`), the queue wait (`queue_wait`, the
-one function that reads GitHub's timestamps) and the ending. History as GitHub serves it
-(github-api.md 12): a `created` window whose `total_count` passes the 1,000 results GitHub lists
-per query is halved until each part fits; a job carried into a re-run attempt (its `started_at`
-before its `created_at`) is left out and counted; a job still `queued` whose steps ran counts as
-run. I/O goes through `GitHubClient` only; the rest is pure.
+(of the attempt the list shows) gives the pool (its `labels`, a set: `core/labels.py`), the queue
+wait (`queue_wait`, the one function that reads GitHub's timestamps) and the ending. History as
+GitHub serves it (github-api.md 12): a `created` window past the 1,000 results GitHub lists per
+query is halved until each part fits; a job carried into a re-run attempt (its `started_at` before
+its `created_at`) is left out and counted; a job still `queued` whose steps ran counts as run. I/O
+goes through `GitHubClient` only; the rest is pure.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from runner_queue_fallback.core.labels import canonical
 from runner_queue_fallback.core.request_id import RequestId, parse
 from runner_queue_fallback.github.client import GitHubClient, RequestStats
 from runner_queue_fallback.github.models import Job, WorkflowRun
@@ -67,13 +68,18 @@ class Child:
 
     run_id: int
     request: RequestId
-    pool: str  # the job's labels, sorted, comma-separated
+    labels: tuple[str, ...]  # the job's labels, as GitHub lists them (none: a group-only job)
     group: str | None  # the runner group, known only once a runner took the job
     dispatched: datetime  # the run's created_at
     wait: Observation | None
     runner_at: datetime | None
     ending: Ending
     conclusion: str | None
+
+    @property
+    def pool(self) -> str:
+        """The pool's key: its labels as a set (`core/labels.py: canonical`), never a label."""
+        return canonical(self.labels)
 
 
 def queue_wait(job: Job, now: datetime) -> Observation | None:  # noqa: PLR0911  # one return per case the docstring lists
@@ -156,7 +162,7 @@ def child_from(run: WorkflowRun, jobs: Iterable[Job], now: datetime) -> Child | 
     workers = [job for job in jobs if job.name == "worker"]
     job = workers[0] if len(workers) == 1 else None
     if job is None:
-        return Child(run.id, request, "", None, run.created_at, None, None, Ending.OTHER, None)
+        return Child(run.id, request, (), None, run.created_at, None, None, Ending.OTHER, None)
     wait = queue_wait(job, now)
     ending = _ending(job) if wait is not None else Ending.OTHER
     runner_at = ran_while_queued(job) or (job.started_at if job.has_runner else None)
@@ -165,7 +171,7 @@ def child_from(run: WorkflowRun, jobs: Iterable[Job], now: datetime) -> Child | 
     return Child(
         run_id=run.id,
         request=request,
-        pool=",".join(sorted(job.labels)),
+        labels=tuple(job.labels),
         group=job.runner_group_name if job.has_runner else None,
         dispatched=run.created_at,
         wait=wait,

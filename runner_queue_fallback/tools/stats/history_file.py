@@ -2,10 +2,12 @@
 
 One format, versioned (`docs/history-schema.json` describes it): `stats --save-history` writes
 what it fetched from GitHub, `simulate --write-history` what it read from a simulated fleet, and
-`stats --history` reads either back without a request. The file is user-given input: anything
-that is not exactly the format (bad JSON, nesting deeper than Python reads, a wrong type, an
-unknown key, a file over `MAX_BYTES`) is a `HistoryFileError` naming the flag and the file, and
-quoting at most `_QUOTE` characters of a bad value; the caller prints it through the escaping path.
+`stats --history` reads either back without a request. Version 2 records a job's labels as a list,
+as GitHub lists them; version 1 (still read) recorded them sorted and comma-joined. The file is
+user-given input: anything that is not exactly the format (bad JSON, nesting deeper than Python
+reads, a wrong type, an unknown key, a file over `MAX_BYTES`) is a `HistoryFileError` naming the
+flag and the file, and quoting at most `_QUOTE` characters of a bad value; the caller prints it
+through the escaping path.
 Every number and time is range checked before any arithmetic (a 400-digit wait, a time that
 leaves Python's years once in UTC, a runner before its dispatch): an input error, not a traceback.
 """
@@ -26,6 +28,7 @@ from runner_queue_fallback.tools.stats.survival import Observation
 __all__ = [
     "HISTORY_SCHEMA",
     "HISTORY_VERSION",
+    "HISTORY_VERSIONS",
     "QUEUE_DURATION",
     "HistoryFileError",
     "SavedHistory",
@@ -35,7 +38,11 @@ __all__ = [
 
 HISTORY_SCHEMA = "runner-queue-fallback/history"
 #: Bump on any change a reader could notice; `docs/history-schema.json` describes each version.
-HISTORY_VERSION = 1
+HISTORY_VERSION = 2
+#: The versions `load` reads: 1 wrote a job's labels as one string, sorted and comma-joined.
+HISTORY_VERSIONS = (1, 2)
+#: Labels one job may list in a file (GitHub states no limit; a `runs-on` has a handful).
+MAX_LABELS = 100
 #: OpenTelemetry's name for a job's queue wait (its GitHub receiver, github-api.md 12), seconds.
 QUEUE_DURATION = "cicd.pipeline.run.queue.duration"
 #: A reading of 10,000 children is about 3 MB; anything far larger is not one of ours.
@@ -120,7 +127,7 @@ def _child_json(child: Child) -> dict[str, Any]:
     return {
         "run_id": child.run_id,
         "request_id": str(child.request),
-        "labels": child.pool,
+        "labels": list(child.labels),
         "group": child.group,
         "dispatched_at": _iso(child.dispatched),
         "runner_at": None if child.runner_at is None else _iso(child.runner_at),
@@ -161,8 +168,14 @@ def _document(data: object) -> SavedHistory:
         "the file",
         {"schema", "version", "source", "repository", "workflow", "window", "reading", "children"},
     )
-    if (top.get("schema"), top.get("version")) != (HISTORY_SCHEMA, HISTORY_VERSION):
-        raise _Bad(f"not a history file (schema {HISTORY_SCHEMA} version {HISTORY_VERSION})")
+    version = top.get("version")
+    if (
+        top.get("schema") != HISTORY_SCHEMA
+        or type(version) is not int  # `true` equals 1 in Python
+        or version not in HISTORY_VERSIONS
+    ):
+        versions = " or ".join(str(v) for v in HISTORY_VERSIONS)
+        raise _Bad(f"not a history file (schema {HISTORY_SCHEMA} version {versions})")
     window = _object(top.get("window"), "window", {"since", "until"})
     since, until = (
         _time(window.get("since"), "window.since"),
@@ -172,7 +185,7 @@ def _document(data: object) -> SavedHistory:
         raise _Bad("window.since is after window.until")
     history = _reading(top.get("reading"))
     children = _field(top, "children", list, "children")
-    history.children = [_child(item, f"children[{n}]") for n, item in enumerate(children)]
+    history.children = [_child(item, f"children[{n}]", version) for n, item in enumerate(children)]
     return SavedHistory(
         repository=_text(top.get("repository"), "repository"),
         workflow=_text(top.get("workflow"), "workflow"),
@@ -198,7 +211,7 @@ def _reading(data: object) -> History:
     )
 
 
-def _child(data: object, at: str) -> Child:
+def _child(data: object, at: str, version: int) -> Child:
     item = _object(data, at, _CHILD_KEYS)
     request = parse(_text(item.get("request_id"), f"{at}.request_id"))
     if request is None:
@@ -218,7 +231,7 @@ def _child(data: object, at: str) -> Child:
     return Child(
         run_id=_count(item.get("run_id"), f"{at}.run_id"),
         request=request,
-        pool=_text(item.get("labels"), f"{at}.labels"),
+        labels=_labels(item.get("labels"), f"{at}.labels", version),
         group=None if group is None else _text(group, f"{at}.group"),
         dispatched=dispatched,
         wait=wait,
@@ -226,6 +239,16 @@ def _child(data: object, at: str) -> Child:
         ending=Ending(_choice(item.get("ending"), f"{at}.ending", tuple(e.value for e in Ending))),
         conclusion=None if conclusion is None else _text(conclusion, f"{at}.conclusion"),
     )
+
+
+def _labels(value: object, at: str, version: int) -> tuple[str, ...]:
+    """A job's labels: a list of strings; in version 1 one string, sorted and comma-joined."""
+    if version == 1:
+        text = _text(value, at)
+        return tuple(text.split(",")) if text else ()
+    if not isinstance(value, list) or len(value) > MAX_LABELS:
+        raise _Bad(f"{at}: must be a list of at most {MAX_LABELS} labels, got {_shown(value)}")
+    return tuple(_text(name, f"{at}[{n}]") for n, name in enumerate(value))
 
 
 # --------------------------------------------------------------------------- typed readers

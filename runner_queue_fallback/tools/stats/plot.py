@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from runner_queue_fallback.tools.stats.recommend import PoolData
+from runner_queue_fallback.tools.stats.pools import PoolData
 
 __all__ = ["PlotUnavailable", "write"]
 
@@ -27,11 +27,13 @@ def write(pools: Mapping[str, PoolData], path: Path) -> None:
         ) from exc
     figure, axes = plt.subplots(figsize=(8, 4.5))
     for pool in pools.values():
+        if pool.unmeasurable is not None:  # one curve of several pools: drawn nowhere
+            continue
         curve = pool.curve
         xs = [0.0, *(t / 60 for t in curve.times), curve.horizon / 60]
         ys = [0.0, *(100 * (1 - s) for s in curve.survival)]
         ys.append(ys[-1])
-        axes.step(xs, ys, where="post", label=f"{pool.labels} ({pool.children} children)")
+        axes.step(xs, ys, where="post", label=f"{pool.text} ({pool.children} children)")
     axes.set_xlabel("minutes in the queue")
     axes.set_ylabel("% with a runner (Kaplan-Meier)")
     axes.set_ylim(0, 100)

@@ -9,6 +9,11 @@ Nothing worse comes first: orders are ranked by the chance of exhaustion, then t
 one that raises that chance above the current order's is never ranked first (the fastest such one
 may be listed last, its cost beside its gain). `simulate --waits` checks the result end to end
 with the real coordinator. Pure.
+
+A candidate is matched with the history's pool of the same label set, in any order or case
+(`pools`); one the history cannot measure is refused with the reason, never merged. Each step is
+written back as the `runners` entry its candidate was: its labels as a list, its group, and the
+machine declaration it needs (`plan` accepts it pasted back as it stands).
 """
 
 from __future__ import annotations
@@ -19,86 +24,101 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.labels import Labels, as_list, canonical, label_names
+from runner_queue_fallback.core.machine import MachineProblem, RunnerNeeds, read_machine
 from runner_queue_fallback.core.profiles import Candidate
+from runner_queue_fallback.tools.stats.pools import (
+    NOT_MEASURABLE,
+    PoolData,
+    candidate_text,
+    labels_text,
+    unmeasurable,
+)
 from runner_queue_fallback.tools.stats.survival import Survival
 
 __all__ = [
     "FALLBACK_OVERHEAD_SECONDS",
-    "MIN_ALLOCATIONS",
-    "MIN_CHILDREN",
     "Evaluation",
-    "PoolData",
+    "PoolData",  # defined in `pools`: the measurements a recommendation rests on
     "Recommendation",
+    "Refusal",
     "Step",
     "evaluate",
     "recommend",
 ]
 
-#: The issue's floor: no recommendation rests on a pool with fewer children or allocations.
-MIN_CHILDREN = 30
-MIN_ALLOCATIONS = 10
 #: Between a deadline and the next child's job in the queue: the cancel landing and confirmed
 #: (a few 5 s polls), the next preflight and dispatch, and the job appearing. Measured in the
 #: simulator at 20-30 s; replay measures the real figure.
 FALLBACK_OVERHEAD_SECONDS = 30.0
-#: Quantiles of a pool's waits offered as deadlines.
-DEADLINE_QUANTILES = (0.5, 0.75, 0.9, 0.95)
 #: Pools considered in the search of orders (5! orders times a few deadlines each).
 MAX_POOLS = 5
 
 
 @dataclass(frozen=True)
-class PoolData:
-    """One pool's measurements: its curve and how many children and runners it rests on."""
-
-    group: str
-    labels: str
-    curve: Survival
-    children: int
-    allocated: int
-
-    def refusal(self) -> str | None:
-        """Why no recommendation may rest on this pool, or None."""
-        if self.children < MIN_CHILDREN or self.allocated < MIN_ALLOCATIONS:
-            return (
-                f"{self.children} children and {self.allocated} allocations; at least "
-                f"{MIN_CHILDREN} and {MIN_ALLOCATIONS} are needed"
-            )
-        return None
-
-    def deadlines(self, current: Sequence[float]) -> list[int]:
-        """Whole-minute deadlines worth trying, within what the data can see (1 to 60).
-
-        When every child got a runner (the curve reaches 0), any deadline past the last one is
-        known to be enough: the first such minute is offered, and the current one is kept.
-        """
-        curve = self.curve
-        every = bool(curve.survival) and curve.survival[-1] == 0.0
-        seen = timing.QUEUE_MINUTES_MAX if every else int(curve.horizon // 60)
-        seen = min(timing.QUEUE_MINUTES_MAX, seen)
-        options = {math.ceil(q / 60) for p in DEADLINE_QUANTILES if (q := curve.quantile(p))}
-        options |= {math.ceil(m) for m in current}
-        if every:
-            options.add(math.ceil(curve.times[-1] / 60))
-        return sorted(m for m in options if timing.QUEUE_MINUTES_MIN <= m <= seen)
-
-
-@dataclass(frozen=True)
 class Step:
-    """One candidate of an order: a pool and its queue deadline in minutes."""
+    """One candidate of an order: a pool and its queue deadline in minutes.
+
+    `labels` as the candidate wrote them; `declared`: the machine facts (`os`, `arch`, `gpus`) the
+    candidate needs written beside them because its labels do not tell them.
+    """
 
     group: str
-    labels: str
+    labels: Labels
     minutes: float
     #: a GitHub-hosted last resort (issue 33): recommended only as `{"hosted": ...}`, only last
     hosted: bool = False
+    declared: tuple[tuple[str, str | int], ...] = ()
+
+    @classmethod
+    def of(cls, candidate: Candidate, minutes: float) -> Step:
+        """The step that tries `candidate` for `minutes`."""
+        return cls(
+            "" if candidate.hosted else candidate.group,
+            candidate.labels,
+            minutes,
+            candidate.hosted,
+            _declared(candidate),
+        )
+
+    @property
+    def key(self) -> str:
+        """The pool's labels as a set (`core/labels.py: canonical`)."""
+        return canonical(self.labels)
+
+    @property
+    def text(self) -> str:
+        """The labels for a person to read."""
+        return labels_text(self.labels)
 
     def runner(self) -> dict[str, object]:
-        """The `runners` entry for this step."""
+        """The `runners` entry for this step, which `plan` accepts as it stands."""
         if self.hosted:
-            return {"hosted": self.labels, "queue-timeout-minutes": self.minutes}
-        return {"group": self.group, "labels": self.labels, "queue-timeout-minutes": self.minutes}
+            return {
+                "hosted": ",".join(label_names(self.labels)),
+                "queue-timeout-minutes": self.minutes,
+            }
+        entry: dict[str, object] = {"group": self.group} if self.group else {}
+        if label_names(self.labels):
+            entry["labels"] = as_list(self.labels)
+        entry.update(self.declared)
+        entry["queue-timeout-minutes"] = self.minutes
+        return entry
+
+
+def _declared(candidate: Candidate) -> tuple[tuple[str, str | int], ...]:
+    """The candidate's machine, when its labels alone do not tell it (else nothing to write)."""
+    machine = candidate.machine
+    if machine is None or candidate.hosted:
+        return ()
+    needs = RunnerNeeds("", machine.family, machine.arch, machine.gpus)
+    try:
+        told = read_machine({}, candidate.labels, needs)
+    except MachineProblem:
+        told = None
+    if told == machine:
+        return ()
+    return (("os", machine.os), ("arch", machine.arch), ("gpus", machine.gpus))
 
 
 @dataclass(frozen=True)
@@ -140,7 +160,7 @@ def evaluate(steps: Sequence[Step], curves: Mapping[str, Survival]) -> Evaluatio
     reach, offset, total, got = 1.0, 0.0, 0.0, 0.0
     parts: list[tuple[float, float, float, Survival]] = []  # (reach, offset, deadline, curve)
     for step in steps:
-        curve, deadline = curves[step.labels], step.minutes * 60.0
+        curve, deadline = curves[step.key], step.minutes * 60.0
         left = curve.surviving(deadline)
         if left is None:
             return None
@@ -171,55 +191,84 @@ def _p90(parts: Sequence[tuple[float, float, float, Survival]]) -> float | None:
 
 
 @dataclass(frozen=True)
+class Refusal:
+    """A current candidate no recommendation rests on, and why."""
+
+    group: str
+    labels: Labels
+    reason: str
+
+    @property
+    def text(self) -> str:
+        """The candidate for a person to read: its labels, or its group when it has none."""
+        return candidate_text(self.group, self.labels)
+
+
+@dataclass(frozen=True)
 class Recommendation:
-    """The best orders, the current one, and the pools refused for lack of data."""
+    """The best orders, the current one, and the candidates refused for lack of data."""
 
     best: tuple[Evaluation, ...]
     current: Evaluation | None
     current_note: str | None
-    refused: Mapping[str, str]
+    refused: tuple[Refusal, ...]
     considered: int
+
+
+def _refusal(candidate: Candidate, pools: Mapping[str, PoolData]) -> str | None:
+    """Why no recommendation may rest on the candidate's pool, or None."""
+    pool = pools.get(canonical(candidate.labels))
+    if (reason := unmeasurable(candidate, pool.group if pool else "")) is not None:
+        return reason
+    if pool is None:
+        return "no children observed"
+    return pool.refusal()
 
 
 def recommend(
     current: Sequence[Candidate], pools: Mapping[str, PoolData], *, top: int = 3
 ) -> Recommendation:
-    """Compare the current candidates with every order and deadline of the usable pools."""
-    groups = {c.label_text: c.group for c in current}
-    names = list(dict.fromkeys(c.label_text for c in current))
-    refused = {n: "no children observed" for n in names if n not in pools}
-    refused |= {n: r for n in names if n in pools and (r := pools[n].refusal()) is not None}
-    usable = [pools[n] for n in names if n not in refused][:MAX_POOLS]
-    curves = {p.labels: p.curve for p in usable}
-    hosted = {c.label_text for c in current if c.hosted}  # kept last, in the hosted form
-    now = [Step(c.group, c.label_text, c.queue_minutes, c.hosted) for c in current]
+    """Compare the current candidates with every order and deadline of the usable pools.
+
+    Pools are matched by their label sets (`PoolData.key`), whatever `pools` is keyed by.
+    """
+    by_key = {p.key: p for p in pools.values()}
+    refused: dict[tuple[str, str], Refusal] = {}
+    first: dict[str, Candidate] = {}  # each usable pool's first candidate: how it is written
+    for c in current:
+        if (reason := _refusal(c, by_key)) is not None:
+            refused.setdefault((c.group, canonical(c.labels)), Refusal(c.group, c.labels, reason))
+        else:
+            first.setdefault(canonical(c.labels), c)
+    usable = [by_key[key] for key in first][:MAX_POOLS]
+    curves = {p.key: p.curve for p in usable}
     current_eval, note = None, None
-    if any(s.labels in refused for s in now):
+    if any(r.reason.startswith(NOT_MEASURABLE) for r in refused.values()):
+        note = "the current order uses a pool not measurable from history"
+    elif refused:
         note = "the current order uses a pool without enough data"
     else:
-        current_eval = evaluate(now, curves)
+        current_eval = evaluate([Step.of(c, c.queue_minutes) for c in current], curves)
         if current_eval is None:
             note = "a current deadline is longer than the data can see past their censoring"
     choices = {
-        p.labels: p.deadlines([c.queue_minutes for c in current if c.label_text == p.labels])
+        p.key: p.deadlines([c.queue_minutes for c in current if canonical(c.labels) == p.key])
         for p in usable
     }
     found: list[Evaluation] = []
-    last = tuple(p for p in usable if p.labels in hosted)
-    movable = [p for p in usable if p.labels not in hosted]
+    last = tuple(p for p in usable if first[p.key].hosted)  # kept last, in the hosted form
+    movable = [p for p in usable if not first[p.key].hosted]
     for moved in itertools.permutations(movable) if usable else ():  # no pool: no order at all
         order = (*moved, *last)
-        for minutes in itertools.product(*(choices[p.labels] for p in order)):
-            steps = [
-                Step(groups.get(p.labels, p.group), p.labels, m, p.labels in hosted)
-                for p, m in zip(order, minutes, strict=True)
-            ]
+        for minutes in itertools.product(*(choices[p.key] for p in order)):
+            steps = [Step.of(first[p.key], m) for p, m in zip(order, minutes, strict=True)]
             if (result := evaluate(steps, curves)) is not None:
                 found.append(result)
     if current_eval is not None and all(e.steps != current_eval.steps for e in found):
         found.append(current_eval)  # a current deadline off the whole minutes: still a choice
     found.sort(key=Evaluation.key)
-    return Recommendation(_rank(found, current_eval, top), current_eval, note, refused, len(found))
+    best = _rank(found, current_eval, top)
+    return Recommendation(best, current_eval, note, tuple(refused.values()), len(found))
 
 
 def _rank(

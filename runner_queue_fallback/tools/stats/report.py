@@ -1,4 +1,8 @@
-"""What `stats` prints: per-pool and per-sequence figures as text, JSON (schema v2) or Markdown.
+"""What `stats` prints: per-pool and per-sequence figures as text, JSON (schema v3) or Markdown.
+
+A pool is its labels as a set (`core/labels.py`): children are grouped by it, in any order or case,
+and shown with the labels as their jobs listed them (a JSON list); a pool the history cannot
+measure (no labels, or several runner groups) says why instead of figures.
 
 Pure: takes a History (and a Recommendation) and returns strings and dicts. Text from GitHub (a
 pool's labels, which the dispatcher chose, a runner group) goes through `escape_markdown` in a
@@ -18,41 +22,31 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from runner_queue_fallback.core.labels import as_list
 from runner_queue_fallback.core.report import escape_log_line, escape_markdown
-from runner_queue_fallback.tools.stats.history import Child, Ending, History, sequences
+from runner_queue_fallback.tools.stats.history import Ending, History, sequences
 from runner_queue_fallback.tools.stats.history_file import QUEUE_DURATION
-from runner_queue_fallback.tools.stats.recommend import Evaluation, PoolData, Recommendation
-from runner_queue_fallback.tools.stats.survival import kaplan_meier
+from runner_queue_fallback.tools.stats.pools import PoolData, pool_data
+from runner_queue_fallback.tools.stats.recommend import Evaluation, Recommendation
 
-__all__ = ["MINUTES", "SCHEMA", "SCHEMA_VERSION", "SCHEMA_VERSIONS", "Report", "pool_data"]
+__all__ = [
+    "MINUTES",
+    "SCHEMA",
+    "SCHEMA_VERSION",
+    "SCHEMA_VERSIONS",
+    "Report",
+    "pool_data",  # defined in `pools`: per-pool measurements, as the report groups them
+]
 
 SCHEMA = "runner-queue-fallback/stats"
 #: Bump on any change a reader could notice; `docs/stats-schema.json` describes each version.
-SCHEMA_VERSION = 2
-#: The versions `simulate --waits` reads (their pools' curves are the same).
-SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+#: The versions `simulate --waits` reads (their pools' curves are the same; up to 2 a pool's
+#: labels are one string, sorted and comma-joined).
+SCHEMA_VERSIONS = (1, 2, 3)
 #: P(runner within t) is reported at these minutes.
 MINUTES = (1, 2, 5, 10, 15, 30, 60)
 _MERMAID_SAFE = re.compile(r"[^A-Za-z0-9._,/ -]")
-
-
-def pool_data(children: Sequence[Child]) -> dict[str, PoolData]:
-    """Per pool (labels): the Kaplan-Meier curve of its waits and its counts."""
-    by_pool: dict[str, list[Child]] = {}
-    for child in children:
-        if child.pool and child.wait is not None:
-            by_pool.setdefault(child.pool, []).append(child)
-    found = {}
-    for labels, members in sorted(by_pool.items()):
-        groups = Counter(c.group for c in members if c.group)
-        found[labels] = PoolData(
-            group=groups.most_common(1)[0][0] if groups else "",
-            labels=labels,
-            curve=kaplan_meier(c.wait for c in members if c.wait is not None),
-            children=len(members),
-            allocated=sum(1 for c in members if c.wait is not None and c.wait.event),
-        )
-    return found
 
 
 def _minutes(seconds: float | None) -> str:
@@ -84,13 +78,13 @@ class Report:
         """Per-pool measurements."""
         return pool_data(self.history.children)
 
-    def _counts(self, labels: str) -> Counter[Ending]:
-        return Counter(c.ending for c in self.history.children if c.pool == labels)
+    def _counts(self, key: str) -> Counter[Ending]:
+        return Counter(c.ending for c in self.history.children if c.pool == key)
 
     # ------------------------------------------------------------------------------ JSON
 
     def as_json(self) -> dict[str, Any]:
-        """The `--json` document (schema `runner-queue-fallback/stats`, version 2)."""
+        """The `--json` document (schema `runner-queue-fallback/stats`, version 3)."""
         history = self.history
         seqs = sequences(history.children)
         waits = [s.seconds_to_runner for s in seqs if s.seconds_to_runner is not None]
@@ -126,21 +120,25 @@ class Report:
         }
 
     def _pool_json(self, pool: PoolData) -> dict[str, Any]:
-        counts = self._counts(pool.labels)
+        """One pool; no figure at all for a pool the history cannot measure (its `refused`)."""
+        counts = self._counts(pool.key)
+        measured = pool.unmeasurable is None
+        median = pool.curve.quantile(0.5) if measured else None
+        p90 = pool.curve.quantile(0.9) if measured else None
         return {
             "group": pool.group or None,
-            "labels": pool.labels,
+            "labels": as_list(pool.labels),
             "children": pool.children,
             "allocated": counts[Ending.ALLOCATED],
             "timed_out": counts[Ending.TIMED_OUT],
             "race": counts[Ending.RACE],
             "waiting": counts[Ending.WAITING],
-            "within": {str(m): pool.curve.within(m * 60.0) for m in MINUTES},
-            "median_seconds": pool.curve.quantile(0.5),
-            "p90_seconds": pool.curve.quantile(0.9),
-            QUEUE_DURATION: {"median": pool.curve.quantile(0.5), "p90": pool.curve.quantile(0.9)},
+            "within": {str(m): pool.curve.within(m * 60.0) if measured else None for m in MINUTES},
+            "median_seconds": median,
+            "p90_seconds": p90,
+            QUEUE_DURATION: {"median": median, "p90": p90},
             "refused": pool.refusal(),
-            "curve": pool.curve.as_json(),
+            "curve": pool.curve.as_json() if measured else None,
         }
 
     def _rec_json(self) -> dict[str, Any]:
@@ -150,7 +148,10 @@ class Report:
             "current": None if rec.current is None else _eval_json(rec.current, None),
             "current_note": rec.current_note,
             "best": [_eval_json(e, rec.current) for e in rec.best],
-            "refused": dict(rec.refused),
+            "refused": [
+                {"group": r.group or None, "labels": as_list(r.labels), "reason": r.reason}
+                for r in rec.refused
+            ],
             "orders_considered": rec.considered,
         }
 
@@ -173,9 +174,9 @@ class Report:
             + "   median      p90",
         ]
         for pool in self.pools.values():
-            counts = self._counts(pool.labels)
+            counts = self._counts(pool.key)
             lines.append(  # labels escaped before they are cut, so the columns stay aligned
-                f"{escape_log_line(pool.labels)[:34]:<34} {pool.children:>8} {pool.allocated:>5} "
+                f"{escape_log_line(pool.text)[:34]:<34} {pool.children:>8} {pool.allocated:>5} "
                 f"{counts[Ending.TIMED_OUT]:>3} {counts[Ending.RACE]:>4} {_figures(pool)}"
             )
         if not self.pools:
@@ -230,10 +231,9 @@ class Report:
         rec = self.recommendation
         assert rec is not None  # noqa: S101  # checked by the caller
         lines = ["", "Recommendation (pools independent; each fallback costs ~30 s):"]
-        for labels, reason in rec.refused.items():
-            lines.append(f"  nothing rests on {labels}: {reason}")
+        lines += [f"  nothing rests on {r.text}: {r.reason}" for r in rec.refused]
         counts = ", ".join(
-            f"{p.labels} {p.children} children/{p.allocated} runners" for p in self.pools.values()
+            f"{p.text} {p.children} children/{p.allocated} runners" for p in self.pools.values()
         )
         lines.append(f"  resting on: {counts}")
         if rec.current is not None:
@@ -267,9 +267,9 @@ class Report:
             "|---|---:|---:|---:|" + "---:|" * len(MINUTES) + "---:|---:|",
         ]
         for pool in self.pools.values():
-            counts = self._counts(pool.labels)
+            counts = self._counts(pool.key)
             out.append(
-                f"| {escape_markdown(pool.labels)} | {pool.children} | {pool.allocated} | "
+                f"| {escape_markdown(pool.text)} | {pool.children} | {pool.allocated} | "
                 f"{counts[Ending.TIMED_OUT]} | {_markdown_figures(pool)} |"
             )
         for pool in self.pools.values():
@@ -284,7 +284,9 @@ class Report:
 
 
 def _figures(pool: PoolData) -> str:
-    """A text row's P(runner within t), median and p90, or why the data are too thin for them."""
+    """A text row's P(runner within t), median and p90, or why the data cannot give them."""
+    if pool.unmeasurable is not None:
+        return f"  {pool.unmeasurable}"
     if (thin := pool.refusal()) is not None:
         return f"  too few to estimate its waits: {thin}"
     within = " ".join(_percent(pool.curve.within(m * 60.0)) for m in MINUTES)
@@ -294,6 +296,8 @@ def _figures(pool: PoolData) -> str:
 
 def _markdown_figures(pool: PoolData) -> str:
     """The same as table cells (the note in the first, the others empty)."""
+    if pool.unmeasurable is not None:
+        return pool.unmeasurable + " |" * (len(MINUTES) + 1)
     if (thin := pool.refusal()) is not None:
         return f"too few to estimate its waits: {thin}" + " |" * (len(MINUTES) + 1)
     within = " | ".join(_percent(pool.curve.within(m * 60.0)).strip() for m in MINUTES)
@@ -304,7 +308,7 @@ def _markdown_figures(pool: PoolData) -> str:
 def _mermaid(pool: PoolData) -> list[str]:
     """A Mermaid bar chart of P(runner within t), only at the minutes the data can see."""
     seen = [(m, v) for m in MINUTES if (v := pool.curve.within(m * 60.0)) is not None]
-    title = _MERMAID_SAFE.sub("_", pool.labels)[:80]
+    title = _MERMAID_SAFE.sub("_", pool.text)[:80]
     return [
         "```mermaid",
         "xychart-beta",
@@ -328,7 +332,7 @@ def _fence(lines: Sequence[str]) -> str:
 
 
 def _describe(e: Evaluation) -> str:
-    order = " -> ".join(f"{s.labels} {s.minutes:g}m" for s in e.steps)
+    order = " -> ".join(f"{s.text} {s.minutes:g}m" for s in e.steps)
     return (
         f"{order}: mean {_minutes(e.mean_seconds)}, "
         f"p90 {_minutes(e.p90_seconds)}, exhausted {100 * e.exhausted:.1f}%"

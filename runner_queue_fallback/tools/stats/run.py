@@ -89,7 +89,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     output = parser.add_mutually_exclusive_group()
     output.add_argument(
-        "--json", action="store_true", help="print JSON, schema version 2 (default: text)"
+        "--json", action="store_true", help="print JSON, schema version 3 (default: text)"
     )
     output.add_argument(
         "--markdown", action="store_true", help="print Markdown with Mermaid charts (default: text)"
