@@ -294,3 +294,30 @@ def test_the_schema_validates_every_version_and_simulate_waits_reads_each(small,
     path.write_text(json.dumps({**new, "version": 4}))
     assert main(["simulate", "--waits", str(path), "--runner-type", "cpu"]) == 2
     assert "version 1, 2 or 3" in capsys.readouterr().out
+
+
+def test_the_markdown_heading_names_workflow_and_repository_in_code_spans_without_escapes(
+    small, capsys
+):
+    """A code span takes no backslash escape: `runner\\_worker.yml` would show the backslash."""
+    world, clock = history_world(small)
+    assert run_stats(world, clock, "--markdown") == 0
+    heading = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("## "))
+    assert heading == f"## Queue waits: `runner-worker.yml` in `{world.repository}`"
+    assert "\\" not in heading
+
+
+def test_without_token_env_the_token_is_input_token_then_github_token(no_network, capsys):
+    """The order every command reads it in; the error names both and no flag."""
+    session, adapter = no_network
+    code = main(["stats", "--workflow", "w.yml"], {"GITHUB_REPOSITORY": "o/r"}, session=session)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no token: set INPUT_TOKEN or GITHUB_TOKEN" in err
+    assert adapter.sent == []
+    with pytest.raises(AssertionError, match="network"):  # taken: the first request is refused
+        main(
+            ["stats", "--workflow", "w.yml"],
+            {"GITHUB_REPOSITORY": "o/r", "INPUT_TOKEN": TOKEN},
+            session=session,
+        )

@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 from runner_queue_fallback.core.labels import as_list
-from runner_queue_fallback.core.report import escape_log_line, escape_markdown
+from runner_queue_fallback.core.report import escape_log_line, escape_markdown, markdown_code
 from runner_queue_fallback.tools.stats.history import Ending, History, sequences
 from runner_queue_fallback.tools.stats.history_file import QUEUE_DURATION
 from runner_queue_fallback.tools.stats.pools import PoolData, pool_data
@@ -255,7 +255,8 @@ class Report:
         """A step summary: the table, one Mermaid chart per pool, sequences, recommendation."""
         h = self.history
         out = [
-            f"## Queue waits: `{escape_markdown(self.workflow)}`",
+            # a code span takes no backslash escape: the text goes in whole, fenced long enough
+            f"## Queue waits: {markdown_code(self.workflow)} in {markdown_code(self.repository)}",
             "",
             f"{_iso(self.since)} to {_iso(self.until)}: {h.examined} of {h.in_window} runs read, "
             f"{len(h.children)} children, {self.requests_counted} counted requests"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import GitHubError, NotFound
+from runner_queue_fallback.core.input_names import TOKEN_VARIABLES
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles
 from runner_queue_fallback.core.report import escape_json, escape_log_line
@@ -48,7 +49,7 @@ DEFAULT_MAX_RUNS = 400
 #: GitHub lists at most 1,000 runs per filtered query, but `stats` splits the window past that;
 #: 10,000 runs cost about 10,150 requests, two hours of a 5,000-an-hour token.
 MAX_RUNS_LIMIT = 10_000
-DEFAULT_SINCE, DEFAULT_TOKEN_ENV = "14d", "GITHUB_TOKEN"
+DEFAULT_SINCE = "14d"
 #: Flags that say what to read from GitHub: none of them applies to `--history`.
 _ONLINE = ("workflow", "since", "repo", "token_env", "max_runs")
 MAX_WINDOW_DAYS = 90
@@ -71,7 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--repo", help="owner/name (default: GITHUB_REPOSITORY)")
     parser.add_argument(
         "--token-env",
-        help=f"the environment variable holding the token (default {DEFAULT_TOKEN_ENV})",
+        help=(
+            "the environment variable holding the token (default: "
+            f"{', then '.join(TOKEN_VARIABLES)}, as every command reads it)"
+        ),
     )
     parser.add_argument(
         "--max-runs",
@@ -160,10 +164,13 @@ def _check(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[str, s
     repo = args.repo or environ.get("GITHUB_REPOSITORY", "")
     if _REPO.fullmatch(repo) is None:
         raise UsageError(f"--repo must be owner/name (or set GITHUB_REPOSITORY), got {repo!r}")
-    token_env = _given(args.token_env, DEFAULT_TOKEN_ENV)
-    token = environ.get(token_env, "").strip()
+    names = (args.token_env,) if args.token_env else TOKEN_VARIABLES
+    token = next((environ[n].strip() for n in names if environ.get(n, "").strip()), "")
     if not token:
-        raise UsageError(f"no token: set {token_env} (or name another variable with --token-env)")
+        raise UsageError(
+            f"no token: set {' or '.join(names)} (or name another variable with --token-env); "
+            "no flag takes the token itself"
+        )
     api_url = environ.get("GITHUB_API_URL") or "https://api.github.com"
     return repo, token, api_url
 
