@@ -22,6 +22,15 @@ from runner_queue_fallback.tools.lint import lint_files
 ROOT = Path(__file__).resolve().parent.parent
 SECRET = "ghp_not-a-real-token-but-never-repeat-it"
 POOLS = {"INPUT_RUNNER-TYPE": "cpu"}
+#: Every input `preflight` and `coordinate` need, and the repository; no token anywhere.
+WITHOUT_TOKEN = {
+    "INPUT_WORKFLOW": "runner-worker.yml",
+    "INPUT_WORKFLOW-REF": "main",
+    "INPUT_SOURCE-REF": "refs/heads/main",
+    "INPUT_SOURCE-SHA": "0" * 40,
+    **POOLS,
+    "GITHUB_REPOSITORY": "my-org/my-repo",
+}
 
 
 def run(argv: list[str], environ: dict[str, str] | None = None) -> tuple[int, str]:
@@ -37,16 +46,7 @@ def run(argv: list[str], environ: dict[str, str] | None = None) -> tuple[int, st
 
 @pytest.mark.parametrize("command", ["preflight", "coordinate"])
 def test_a_missing_token_says_how_to_give_one(command, no_network):
-    environ = {
-        "INPUT_WORKFLOW": "runner-worker.yml",
-        "INPUT_WORKFLOW-REF": "main",
-        "INPUT_SOURCE-REF": "refs/heads/main",
-        "INPUT_SOURCE-SHA": "0" * 40,
-        "INPUT_RUNNER-TYPE": "cpu",
-        "GITHUB_REPOSITORY": "my-org/my-repo",
-        "GITHUB_RUN_ID": "1",
-        "GITHUB_RUN_ATTEMPT": "1",
-    }
+    environ = {**WITHOUT_TOKEN, "GITHUB_RUN_ID": "1", "GITHUB_RUN_ATTEMPT": "1"}
     session, _ = no_network
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -81,14 +81,7 @@ def test_the_token_is_read_from_the_variable_token_env_names_then_input_then_git
 ):
     """`--token-env` names it; without it INPUT_TOKEN, then GITHUB_TOKEN: no 'required' error."""
     session, _ = no_network
-    base = {
-        "INPUT_WORKFLOW": "runner-worker.yml",
-        "INPUT_WORKFLOW-REF": "main",
-        "INPUT_SOURCE-REF": "refs/heads/main",
-        "INPUT_SOURCE-SHA": "0" * 40,
-        "INPUT_RUNNER-TYPE": "cpu",
-        "GITHUB_REPOSITORY": "my-org/my-repo",
-    }
+    base = WITHOUT_TOKEN
     for argv, extra in (
         (["preflight"], {"GITHUB_TOKEN": "x" * 40}),
         (["preflight", "--token-env", "MY_TOKEN"], {"MY_TOKEN": "x" * 40}),

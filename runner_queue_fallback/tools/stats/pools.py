@@ -26,6 +26,7 @@ __all__ = [
     "MIN_ALLOCATIONS",
     "MIN_CHILDREN",
     "NOT_MEASURABLE",
+    "LabelledPool",
     "PoolData",
     "candidate_text",
     "labels_text",
@@ -60,8 +61,24 @@ def candidate_text(group: str, labels: Labels) -> str:
     return labels_text(labels) if label_names(labels) else f"group {group} (no labels)"
 
 
+class LabelledPool:
+    """A pool known by its labels: a key that ignores their order and case, a text as written."""
+
+    labels: Labels
+
+    @property
+    def key(self) -> str:
+        """The pool's labels as a set (`core/labels.py: canonical`)."""
+        return canonical(self.labels)
+
+    @property
+    def text(self) -> str:
+        """The labels for a person to read."""
+        return labels_text(self.labels)
+
+
 @dataclass(frozen=True)
-class PoolData:
+class PoolData(LabelledPool):
     """One pool's measurements: its curve and how many children and runners it rests on.
 
     `group`: the one runner group its runners came from ("" when none is known); `unmeasurable`:
@@ -74,16 +91,6 @@ class PoolData:
     children: int
     allocated: int
     unmeasurable: str | None = None
-
-    @property
-    def key(self) -> str:
-        """The pool's labels as a set (`core/labels.py: canonical`)."""
-        return canonical(self.labels)
-
-    @property
-    def text(self) -> str:
-        """The labels for a person to read."""
-        return labels_text(self.labels)
 
     def refusal(self) -> str | None:
         """Why no recommendation may rest on this pool, or None."""

@@ -29,9 +29,9 @@ from runner_queue_fallback.core.machine import MachineProblem, RunnerNeeds, read
 from runner_queue_fallback.core.profiles import Candidate
 from runner_queue_fallback.tools.stats.pools import (
     NOT_MEASURABLE,
+    LabelledPool,
     PoolData,
     candidate_text,
-    labels_text,
     unmeasurable,
 )
 from runner_queue_fallback.tools.stats.survival import Survival
@@ -56,7 +56,7 @@ MAX_POOLS = 5
 
 
 @dataclass(frozen=True)
-class Step:
+class Step(LabelledPool):
     """One candidate of an order: a pool and its queue deadline in minutes.
 
     `labels` as the candidate wrote them; `declared`: the machine facts (`os`, `arch`, `gpus`) the
@@ -80,16 +80,6 @@ class Step:
             candidate.hosted,
             _declared(candidate),
         )
-
-    @property
-    def key(self) -> str:
-        """The pool's labels as a set (`core/labels.py: canonical`)."""
-        return canonical(self.labels)
-
-    @property
-    def text(self) -> str:
-        """The labels for a person to read."""
-        return labels_text(self.labels)
 
     def runner(self) -> dict[str, object]:
         """The `runners` entry for this step, which `plan` accepts as it stands."""
