@@ -73,6 +73,11 @@ class Plan:
         return admission + spread + timing.QUOTA_WINDOW_SECONDS / 60
 
     @property
+    def advised_timeout_minutes(self) -> int:
+        """The job's `timeout-minutes` to give: the minimum, and room for the quota's extra."""
+        return self.timeout_minutes + math.ceil(self.quota_extra_minutes)
+
+    @property
     def request_wait_max_minutes(self) -> float:
         """The longest one request waits once a child exists, when every reset is spent at once.
 
