@@ -69,6 +69,7 @@ from runner_queue_fallback.fake_github.world import API_VERSIONS, QUOTA_WINDOW
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.tools.plan import Plan, make_plan
 from runner_queue_fallback.tools.simulate.capture import GuardLog, capture_stdout, read_key_values
+from runner_queue_fallback.tools.simulate.own_job import coordinator_workflow
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     coordinator_environ,
@@ -596,15 +597,6 @@ def _own_job(world: FakeGitHub, parent: int, timeout_minutes: float) -> dict[str
         world.add_workflow(file, "main", content=coordinator_workflow(minutes))
     world.runs[parent].workflow_file = file
     return job_environ(world, parent_run_id=parent)
-
-
-def coordinator_workflow(timeout_minutes: int) -> str:
-    """The coordinator's own workflow file: one job, `runner-check`, and its `timeout-minutes`."""
-    return (
-        "name: Runner check\non: pull_request\njobs:\n  runner-check:\n"
-        f"    runs-on: ubuntu-latest\n    timeout-minutes: {timeout_minutes}\n"
-        "    steps:\n      - uses: NVIDIA/runner-queue-fallback@v1\n"
-    )
 
 
 def _environ(

@@ -163,6 +163,7 @@ UNMAPPED_TESTS = (
     "tests/test_lint.py",
     "tests/test_machine.py",
     "tests/test_mutate.py",
+    "tests/test_outside_linters.py",
     "tests/test_packaging.py",
     "tests/test_profiles.py",
     "tests/test_readme.py",
@@ -177,6 +178,7 @@ UNMAPPED_TESTS = (
     "tests/test_sim_vclock.py",
     "tests/test_timeline.py",
     "tests/test_try_it.py",
+    "tests/test_yaml_errors.py",
 )
 STATE = ROOT / ".mutate"
 EQUIVALENT = ROOT / "tests" / "mutation" / "equivalent.txt"

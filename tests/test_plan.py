@@ -189,3 +189,38 @@ def test_plan_gives_no_warning_from_two_minutes_on():
     assert _run(out, ["plan", "--runner-type", "cpu", "--queue-timeout-minutes", "2"], {}) == 0
     assert "warning:" not in out.getvalue()
     assert plan_json("--runner-type", "cpu", "--queue-timeout-minutes", "2")["warnings"] == []
+
+
+#: A team's own pools (issue 48 item 6): labels alone, a group and labels, a group alone.
+TEAM_RUNNERS = [
+    {"labels": ["self-hosted", "Linux", "X64"]},
+    {"group": "team-ci", "labels": ["self-hosted", "linux-amd64-cpu8"]},
+    {"group": "team-big", "os": "linux", "arch": "amd64"},
+    {"labels": "linux-amd64-cpu4"},
+]
+
+
+def test_text_plan_names_each_pool_of_a_runners_list_as_written():
+    """Group and labels as the child receives them: a list of labels as a list, not joined.
+
+    A runner type's pools keep their names (CPU16) in the pool column; a `runners` list's have
+    none, and no column of `-`. Before: `-` for every candidate, and `self-hosted,Linux,X64`.
+    """
+    out = io.StringIO()
+    assert (
+        _run(out, ["plan", "--runner-type", "cpu", "--runners", json.dumps(TEAM_RUNNERS)], {}) == 0
+    )
+    header, *rows = out.getvalue().split("\n\n")[0].splitlines()
+    assert header.split() == ["#", "group", "labels", "queue", "deadline"]
+    cells = [[cell.strip() for cell in row.split("  ") if cell.strip()] for row in rows]
+    assert cells == [
+        ["1", "any group", '["self-hosted", "Linux", "X64"]', "10 min"],
+        ["2", "team-ci", '["self-hosted", "linux-amd64-cpu8"]', "10 min"],
+        ["3", "team-big", "any labels in the group", "10 min"],
+        ["4", "any group", "linux-amd64-cpu4", "10 min"],
+    ]
+    out = io.StringIO()
+    assert _run(out, ["plan", "--runner-type", "cpu"], {}) == 0
+    header, first, *_ = out.getvalue().splitlines()
+    assert header.split()[:3] == ["#", "pool", "group"]
+    assert first.split() == ["1", "CPU16", "nv-cpu-general", "linux-amd64-cpu16", "10", "min"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import re
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.fake_github.model import TOKEN_LENGTH, WORKER_TOKEN
+from runner_queue_fallback.tools.simulate.own_job import advised_timeout
 from runner_queue_fallback.tools.simulate.run import parse_busy
 from runner_queue_fallback.tools.simulate.scenarios import (
     CATALOGUE_DIR,
@@ -164,6 +166,43 @@ def test_the_guard_runs_in_every_child_that_gets_a_runner(catalogue_runs):
     started = [h.run_id for h in sim.world.history.values() if h.started_at is not None]
     assert [g.run_id for g in sim.guards] == started
     assert all(g.passed for g in sim.guards)
+
+
+@pytest.mark.parametrize("name", list(CATALOGUE))
+def test_no_scenario_warns_of_a_runner_that_is_not_there(
+    name: str, catalogue_runs: dict[str, Simulated]
+):
+    """Each coordinator reads its own job's timeout, as on a runner: no set-up warning.
+
+    Before (issue 48 item 4): every run said "The coordinator job's timeout-minutes could not be
+    read: GITHUB_WORKFLOW_REF is not set (not on a runner?)". The simulator gives the job the
+    timeout `plan` advises; on a runner without GITHUB_WORKFLOW_REF the coordinator still warns
+    (tests/test_job_time.py, `unset`).
+    """
+    sim = catalogue_runs[name]
+    advised = max(advised_timeout(c.inputs) or 0 for c in CATALOGUE[name].coordinators)
+    assert sim.job_timeout_minutes == advised
+    for run in sim.runs:
+        assert "could not be read" not in run.log
+        said = f"The coordinator job ends in {advised} min (timeout-minutes {advised} of job"
+        assert said in run.log
+
+
+def test_the_header_says_which_timeout_the_simulated_job_has():
+    """Once, under the expectation: the job's timeout-minutes, and that it is `plan`'s advice."""
+    code, text = simulate("--runner-type", "cpu", "--execution-timeout-minutes", "20")
+    assert code == 0, text
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        cli.main(
+            ["plan", "--json", "--runner-type", "cpu", "--execution-timeout-minutes", "20"], {}
+        )
+    plan = json.loads(out.getvalue())
+    advised = plan["timeout-minutes"] + math.ceil(plan["quota-extra-minutes"])
+    header = text.splitlines()[2]
+    assert header.startswith(f"Coordinator job: timeout-minutes {advised}, as `plan` advises")
+    assert text.count("Coordinator job: timeout-minutes") == 1
+    assert "GITHUB_WORKFLOW_REF" not in text
 
 
 def test_a_broken_scenario_file_names_the_file(tmp_path: Path):

@@ -35,8 +35,6 @@ user meets is in one place.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 __all__ = [
     "CHILD_FILE_NOT_FOUND",
     "FIX_CHILD_FILE",
@@ -277,10 +275,6 @@ class GitHubAPIError(GitHubError):
             text += f". {self.hint}"
         super().__init__(text)
 
-    def with_fix(self, fix: str) -> str:
-        """GitHub's answer followed by `fix` instead of the general hint."""
-        return f"{self.reply}. {fix}"
-
 
 class NotFound(GitHubAPIError):
     """404: the run, ref, file or workflow does not exist, or the token cannot see it."""
@@ -454,11 +448,6 @@ def _quote(value: str, limit: int = 120) -> str:
     """Quote a user value for an error message, shortened so a huge JSON does not flood the log."""
     shown = value if len(value) <= limit else value[: limit - 3] + "..."
     return repr(shown)
-
-
-def join_errors(messages: Sequence[str]) -> str:
-    """Join several messages into one line for an annotation."""
-    return "; ".join(messages)
 
 
 class Interrupted(BaseException):

@@ -126,10 +126,6 @@ class Renderer:
         shared = {id(self._user): _SHARED.format("user"), id(self._repo): _SHARED.format("repo")}
         return {key: shared.get(id(value), value) for key, value in run.items()}
 
-    def user(self) -> dict[str, Any]:
-        """The actor: a simple-user (a copy of the one every run shares)."""
-        return copy.deepcopy(self._user)
-
     def repo(self) -> dict[str, Any]:
         """The repository: a minimal-repository (a copy of the one every run shares)."""
         return copy.deepcopy(self._repo)

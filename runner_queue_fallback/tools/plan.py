@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.hosted import BILLED_NOTE, hosted_warning
 from runner_queue_fallback.core.inputs import PoolSettings
+from runner_queue_fallback.core.labels import label_names
 from runner_queue_fallback.core.machine import other_os_note
 from runner_queue_fallback.core.profiles import ANY_GROUP, ANY_LABELS, HOSTED_POOL, Candidate
 from runner_queue_fallback.core.report import escape_log_line
@@ -69,6 +71,11 @@ class Plan:
         admission = self.settings.admission_timeout_minutes
         spread = timing.ADMISSION_SPREAD_SECONDS / 60 if admission else 0.0
         return admission + spread + timing.QUOTA_WINDOW_SECONDS / 60
+
+    @property
+    def advised_timeout_minutes(self) -> int:
+        """The job's `timeout-minutes` to give: the minimum, and room for the quota's extra."""
+        return self.timeout_minutes + math.ceil(self.quota_extra_minutes)
 
     @property
     def request_wait_max_minutes(self) -> float:
@@ -162,14 +169,20 @@ class Plan:
         }
 
     def render(self) -> str:
-        """The plan as a table a person reads in a terminal or a log."""
-        rows = [("#", "pool", "group", "labels", "queue deadline")]
+        """The plan as a table a person reads in a terminal or a log.
+
+        Each candidate's pool is its group and labels as written: a list of labels as the JSON
+        list the child receives. A profile's pools have names too (CPU16): the `pool` column
+        shows them, and is left out for a `runners` list, whose pools have none.
+        """
+        named = all(c.name for c in self.candidates)
+        rows = [("#", *(["pool"] if named else []), "group", "labels", "queue deadline")]
         rows += [  # a group or label is any text the `runners` input gives: one cell, one line
             (
                 str(n),
-                c.name or "-",
+                *([c.name] if named else []),
                 f"({HOSTED_POOL})" if c.hosted else escape_log_line(c.group or ANY_GROUP),
-                escape_log_line(c.label_text or ANY_LABELS),
+                escape_log_line(_labels_as_written(c)),
                 f"{_fmt(c.queue_minutes)} min",
             )
             for n, c in enumerate(self.candidates, start=1)
@@ -223,6 +236,15 @@ def make_plan(settings: PoolSettings) -> Plan:
 
 def _fmt(minutes: float) -> str:
     return str(int(minutes)) if minutes == int(minutes) else f"{minutes:g}"
+
+
+def _labels_as_written(candidate: Candidate) -> str:
+    """One label as it is, several as the JSON list the child receives; none: any labels."""
+    if not label_names(candidate.labels):
+        return ANY_LABELS
+    if isinstance(candidate.labels, str):
+        return candidate.labels
+    return json.dumps(list(candidate.labels), ensure_ascii=False)
 
 
 def _candidate_entry(number: int, candidate: Candidate) -> dict[str, object]:

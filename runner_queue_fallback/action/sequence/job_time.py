@@ -19,7 +19,6 @@ sequence goes on as it would without this check.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +146,7 @@ def refusal(seq: Sequence, attempt: Attempt, found: Fit, lead: str) -> SequenceE
     `lead` ends where the time left goes: "... the coordinator job ends in" (22 min).
     """
     plan = make_plan(seq.inputs.pools)
-    advised = plan.timeout_minutes + math.ceil(plan.quota_extra_minutes)
+    advised = plan.advised_timeout_minutes
     admission = seq.inputs.pools.admission_timeout_minutes
     lower = f", or lower admission-timeout-minutes ({admission})" if admission else ""
     return SequenceError(

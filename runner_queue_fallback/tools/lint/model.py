@@ -15,6 +15,7 @@ from typing import Final, Literal
 import yaml
 
 from runner_queue_fallback.core.inputs import CHILD_INPUTS, FULL_SHA, whole_number
+from runner_queue_fallback.core.yaml_errors import explain as explain_yaml_error
 
 __all__ = [
     "CHILD_INPUTS",
@@ -339,9 +340,8 @@ def parse_workflow(path: Path, text: str, report: Report) -> Workflow | None:
     try:
         root = yaml.compose(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        report.add(path, line, "RQF000", f"not valid YAML ({exc})", "fix the YAML syntax")
+        problem = explain_yaml_error(exc, text)
+        report.add(path, problem.line, "RQF000", problem.message, problem.fix)
         return None
     except RecursionError:  # PyYAML's own loader recurses per level; libyaml stops at 1000
         report.add(

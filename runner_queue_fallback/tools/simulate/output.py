@@ -217,11 +217,7 @@ def render(
     close: TooClose | None = None,
 ) -> list[str]:
     """The whole text report; `close`: the outcome was too close to call, so none was stated."""
-    lines = [f"Scenario {entry.name}: {entry.description}"]
-    if stated:
-        lines.append(f"Expected: {entry.expected}")
-    elif close is not None:
-        lines.append("Expected: cannot be stated in advance, the outcome depends on the timing")
+    lines = _header(sim, entry, stated=stated, close=close)
     lines += _section("Pools") + [_describe_pool(p) for p in entry.world.pools]
     many = len(sim.runs) > 1
     for index, run in enumerate(sim.runs):
@@ -253,6 +249,23 @@ def render(
         f"{ledger['counted']} counted, {ledger['not-modified']} answered 304"
     )
     lines.append(f"Simulated {stamp(sim.virtual_seconds)[1:-1]} of virtual time in {wall:.2f} s")
+    return lines
+
+
+def _header(
+    sim: Simulated, entry: CatalogueEntry, *, stated: bool, close: TooClose | None
+) -> list[str]:
+    """The scenario, what is expected of it, and the coordinator job's timeout it was given."""
+    lines = [f"Scenario {entry.name}: {entry.description}"]
+    if stated:
+        lines.append(f"Expected: {entry.expected}")
+    elif close is not None:
+        lines.append("Expected: cannot be stated in advance, the outcome depends on the timing")
+    if sim.job_timeout_minutes is not None:
+        lines.append(
+            f"Coordinator job: timeout-minutes {sim.job_timeout_minutes}, as `plan` advises for "
+            "these inputs (its minimum and the API quota's possible extra)"
+        )
     return lines
 
 

@@ -31,6 +31,7 @@ from runner_queue_fallback.tools.simulate.capture import (
     capture_stdout,
     read_key_values,
 )
+from runner_queue_fallback.tools.simulate.own_job import add_own_workflow
 from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry, CatalogueError, Observed
 from runner_queue_fallback.tools.simulate.sigterm import Signalled
 
@@ -97,8 +98,8 @@ def coordinator_environ(
 ) -> dict[str, str]:
     """The environment the runner gives the coordinator's container (`extra` added last).
 
-    Without `extra` it says nothing of the coordinator's own job (`job_environ` does): no
-    simulated coordinator knows when its job ends unless a test or scenario asks for it.
+    Without `extra` it says nothing of the coordinator's own job (`job_environ` does): a test's
+    coordinator knows when its job ends only if the test asks; `simulate_entry` always does.
     """
     environ = {env_name(name): value for name, value in inputs.items()}
     environ.setdefault(env_name("token"), token)
@@ -226,11 +227,13 @@ def run_coordinators(
     main: Main,
     parent_run_ids: Sequence[int] | None = None,
     post_step: bool = True,
+    extra_environs: Sequence[Mapping[str, str]] | None = None,
 ) -> list[SimulationRun]:
     """Run several coordinators at once in one repository, taking turns on a virtual clock.
 
     Each has its own parent run (added to `world` if missing), token, files and log, as parallel
     jobs of a matrix would; they share the repository's API quota and its runner pools.
+    `extra_environs`: more of each one's environment (`job_environ`: its own job).
     """
     ids = list(parent_run_ids or [PARENT_RUN_ID + n for n in range(len(inputs))])
     if len(ids) != len(inputs):
@@ -249,6 +252,7 @@ def run_coordinators(
                 post_step=post_step,
                 parent_run_id=ids[index],
                 token=TOKEN if index == 0 else f"{TOKEN}_{index + 1}",
+                extra_environ=extra_environs[index] if extra_environs else None,
             )
 
         return run
@@ -285,6 +289,8 @@ class Simulated:
     runs: list[SimulationRun]
     guards: list[GuardLog]
     virtual_seconds: float
+    #: the `timeout-minutes` the simulation gave the coordinators' own job (None: not its own)
+    job_timeout_minutes: int | None = None
 
     def children(self, run: SimulationRun) -> list[RunHistory]:
         """The child runs one coordinator dispatched, in dispatch order."""
@@ -333,12 +339,18 @@ def simulate_entry(entry: CatalogueEntry, *, main: Main, guard: bool = True) -> 
     base = entry.world.parent.run_id if entry.world.parent else PARENT_RUN_ID
     parents = [c.parent_run_id or base + n for n, c in enumerate(entry.coordinators)]
     inputs = [with_defaults(world, c.inputs) for c in entry.coordinators]
+    for parent in parents:
+        if parent not in world.runs:
+            world.add_parent_run(parent)
+    # What a runner tells each step of its own job, and that job's file (`own_job`).
+    timeout = add_own_workflow(world, parents, inputs)
+    jobs = [job_environ(world, parent_run_id=p, ref=world.default_branch) for p in parents]
     if multi:
         assert isinstance(clock, VirtualClock)  # noqa: S101  # chosen above
-        runs = run_coordinators(world, clock, inputs, main=main, parent_run_ids=parents)
+        runs = run_coordinators(
+            world, clock, inputs, main=main, parent_run_ids=parents, extra_environs=jobs
+        )
     else:
-        if parents[0] not in world.runs:
-            world.add_parent_run(parents[0])
         runs = [
             run_coordinator(
                 world,
@@ -347,10 +359,11 @@ def simulate_entry(entry: CatalogueEntry, *, main: Main, guard: bool = True) -> 
                 main=main,
                 interrupt_at=entry.interrupt_at,
                 parent_run_id=parents[0],
+                extra_environ=jobs[0],
             )
         ]
     world.catch_up()
-    return Simulated(entry.name, world, runs, guards, clock.monotonic())
+    return Simulated(entry.name, world, runs, guards, clock.monotonic(), timeout)
 
 
 def with_defaults(world: FakeGitHub, inputs: Mapping[str, str]) -> dict[str, str]:

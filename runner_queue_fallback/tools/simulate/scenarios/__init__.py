@@ -29,6 +29,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from runner_queue_fallback.core.labels import same_labels
+from runner_queue_fallback.core.yaml_errors import explain as explain_yaml_error
 from runner_queue_fallback.fake_github.scenario import Scenario
 
 __all__ = [
@@ -180,12 +181,17 @@ class CatalogueEntry(BaseModel):
 
 def load_entry(path: Path) -> CatalogueEntry:
     """Read one scenario file; the file's stem is the scenario's name."""
+    text = path.read_text(encoding="utf-8")
     try:
-        data: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data: Any = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # the parser's own text spans lines and names no file
+        problem = explain_yaml_error(exc, text)
+        raise CatalogueError(f"{path.name}: {problem.message} (fix: {problem.fix})") from None
+    try:
         if not isinstance(data, Mapping):
             raise CatalogueError(f"{path.name}: a scenario is a YAML mapping")
         return CatalogueEntry.model_validate({**data, "name": path.stem})
-    except (yaml.YAMLError, ValidationError, TypeError, ValueError) as exc:
+    except (ValidationError, TypeError, ValueError) as exc:
         if isinstance(exc, CatalogueError):
             raise
         raise CatalogueError(f"{path.name}: {exc}") from exc
