@@ -132,6 +132,7 @@ MAP_TESTS = (
     "tests/test_report.py",
     "tests/test_request_id.py",
     "tests/test_rules.py",
+    "tests/test_runner_groups.py",
     "tests/test_sim_transport.py",
     "tests/test_simulate.py",
     "tests/test_simulate_story.py",

@@ -366,6 +366,8 @@ INPUT_VALUES: dict[str, st.SearchStrategy[str]] = {
         st.text(min_size=1, max_size=10).map(lambda t: f"{TOKEN}{t}"),
         st.sampled_from([f"{TOKEN} ", f"{TOKEN} x", f"{TOKEN}\nx", ""]),
     ),
+    # optional: blank is "not given"; a space or a line break is refused like `token`'s
+    "runners-token": st.sampled_from(["", "ghs_runnersread0123456789", "ghs_r x", "ghs_r\nx"]),
 }
 assert set(INPUT_VALUES) | {"runners"} == set(COORDINATOR_INPUTS)
 

@@ -337,7 +337,10 @@ def test_input_flag_help_states_the_defaults_of_action_yml():
         assert "default" in text, name
         if default not in (None, ""):
             assert f"default: {default})" in text, name
-    assert set(INPUT_HELP) == set(COORDINATOR_INPUTS) - {"token"}
+    assert set(INPUT_HELP) == set(COORDINATOR_INPUTS) - {
+        "token",
+        "runners-token",
+    }  # no flag takes a token
 
 
 def test_lint_with_nothing_to_check_says_so_and_exits_two(tmp_path: Path):

@@ -47,6 +47,7 @@ def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) ->
     context = read_run_context(environ)
     token = inputs.token.get_secret_value()
     reporter.mask(token)
+    reporter.mask(inputs.runners_token.get_secret_value())  # not used by the coordinator yet
     _say_hosted(make_plan(inputs.pools), reporter)
     clock = ctx.clock_factory()
     client = ctx.client(context, token, clock, reporter, inputs.api_version)

@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from runner_queue_fallback.core.errors import InputError, InputErrors
 from runner_queue_fallback.core.input_names import (
     COORDINATOR_INPUTS,
+    RUNNERS_TOKEN_VARIABLE,
+    SECRET_INPUTS,
     TOKEN_VARIABLES,
     unknown_inputs,
 )
@@ -65,7 +67,7 @@ def add_input_flags(parser: argparse.ArgumentParser, title: str) -> None:
     """Add `--workflow`, `--runner-type` and the other inputs as a group titled `title`."""
     group = parser.add_argument_group(title)
     for name in COORDINATOR_INPUTS:
-        if name != "token":
+        if name not in SECRET_INPUTS:
             group.add_argument(
                 f"--{name}", dest=f"{_PREFIX}{name}", metavar="VALUE", help=input_help(name)
             )
@@ -116,4 +118,32 @@ def with_token(environ: Mapping[str, str], token_env: str | None) -> dict[str, s
         raise InputErrors([InputError("token", problem)])
     if value is not None:
         found[TOKEN_VARIABLES[0]] = value  # INPUT_TOKEN, the runner's `token` input
+    return found
+
+
+def add_runners_token_env_flag(parser: argparse.ArgumentParser) -> None:
+    """`--runners-token-env NAME`: the variable that holds `runners-token`."""
+    parser.add_argument(
+        "--runners-token-env",
+        metavar="NAME",
+        help=(
+            "the environment variable that holds the optional read-only runners-token (default: "
+            f"{RUNNERS_TOKEN_VARIABLE}); no flag takes the token itself"
+        ),
+    )
+
+
+def with_runners_token(environ: Mapping[str, str], token_env: str | None) -> dict[str, str]:
+    """`environ` with the `runners-token` input from `--runners-token-env` when it names one."""
+    found = dict(environ)
+    if not token_env:
+        return found
+    value = environ.get(token_env, "")
+    if not value.strip():
+        problem = (
+            f"was to come from {token_env} (--runners-token-env), which is not set or blank: "
+            f"export {token_env} first, or name the variable that holds the runners token"
+        )
+        raise InputErrors([InputError("runners-token", problem)])
+    found[RUNNERS_TOKEN_VARIABLE] = value
     return found

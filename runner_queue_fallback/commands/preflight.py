@@ -7,12 +7,14 @@ import argparse
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.commands.flags import (
     add_input_flags,
+    add_runners_token_env_flag,
     add_token_env_flag,
     input_flags,
     warn_unknown_inputs,
+    with_runners_token,
     with_token,
 )
-from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS
+from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, SECRET_INPUTS
 from runner_queue_fallback.core.inputs import env_name, read_coordinator_inputs, read_run_context
 from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.tools import preflight
@@ -25,13 +27,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Check a set-up without dispatching: the inputs as `coordinate` reads them (flags or "
         "INPUT_*; the token from the variable --token-env names, else INPUT_TOKEN, else "
-        "GITHUB_TOKEN), GITHUB_REPOSITORY (or --repository) and, "
+        "GITHUB_TOKEN; the optional runners-token from --runners-token-env, else "
+        "INPUT_RUNNERS-TOKEN), GITHUB_REPOSITORY (or --repository) and, "
         "when set, GITHUB_RUN_ID for the parent run. Exit 0 when every check passes, 1 when "
         "one fails, 2 on bad input."
     )
     add_input_flags(parser, "coordinator inputs (default: the INPUT_* environment variables)")
     parser.add_argument("--repository", metavar="OWNER/NAME", help="default: GITHUB_REPOSITORY")
     add_token_env_flag(parser)
+    add_runners_token_env_flag(parser)
     parser.add_argument(
         "--simulate",
         action="store_true",
@@ -50,12 +54,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         )
 
         return preflight_on_the_fake(input_flags(args), main=ctx.main)
-    environ = with_token(ctx.environ, args.token_env)
+    environ = with_runners_token(with_token(ctx.environ, args.token_env), args.runners_token_env)
     environ.update({env_name(k): v for k, v in input_flags(args).items()})
     if args.repository:
         environ["GITHUB_REPOSITORY"] = args.repository
     reporter = ctx.reporter()
-    reporter.mask(environ.get(env_name("token"), "").strip())  # before anything can fail
+    for secret in SECRET_INPUTS:  # before anything can fail
+        reporter.mask(environ.get(env_name(secret), "").strip())
     warn_unknown_inputs(environ, COORDINATOR_INPUTS, reporter)
     inputs = read_coordinator_inputs(environ, load_profiles())
     in_a_run = bool(environ.get("GITHUB_RUN_ID", "").strip())
@@ -63,5 +68,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     clock = ctx.clock_factory()
     token = inputs.token.get_secret_value()
     client = ctx.client(context, token, clock, reporter, inputs.api_version)
-    passed = preflight.run(inputs, context, client, reporter, in_a_run=in_a_run)
+    runners_token = inputs.runners_token.get_secret_value()
+    runners_client = (
+        ctx.client(context, runners_token, clock, reporter, inputs.api_version)
+        if runners_token
+        else None
+    )
+    passed = preflight.run(
+        inputs, context, client, reporter, in_a_run=in_a_run, runners_client=runners_client
+    )
     return EXIT_OK if passed else EXIT_FAILED

@@ -9,7 +9,15 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping
 
-__all__ = ["COORDINATOR_INPUTS", "GUARD_INPUTS", "TOKEN_VARIABLES", "closest", "unknown_inputs"]
+__all__ = [
+    "COORDINATOR_INPUTS",
+    "GUARD_INPUTS",
+    "RUNNERS_TOKEN_VARIABLE",
+    "SECRET_INPUTS",
+    "TOKEN_VARIABLES",
+    "closest",
+    "unknown_inputs",
+]
 
 #: Where a command run by hand finds the token, in this order, unless `--token-env` names one.
 TOKEN_VARIABLES = ("INPUT_TOKEN", "GITHUB_TOKEN")
@@ -31,7 +39,12 @@ COORDINATOR_INPUTS = (
     "source-policy",
     "api-version",
     "token",
+    "runners-token",
 )
+#: The inputs that hold a credential: no flag takes one, and none is ever printed or sent on.
+SECRET_INPUTS = ("token", "runners-token")
+#: Where `preflight` finds `runners-token` unless `--runners-token-env` names a variable.
+RUNNERS_TOKEN_VARIABLE = "INPUT_RUNNERS-TOKEN"  # noqa: S105  # a variable name, not a secret
 #: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
 #: workflow file name(s) and ref, the API version and the token.
 GUARD_INPUTS = (

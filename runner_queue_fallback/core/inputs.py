@@ -125,6 +125,9 @@ class CoordinatorInputs(BaseModel):
     token: SecretStr
     #: `auto` (detect on the first reply), `2026-03-10` or `2022-11-28`
     api_version: ApiVersionSetting = AUTO
+    #: the optional read-only token for runner groups and runners (empty: not given); only read
+    #: with, never used for a write, saved or sent to the child
+    runners_token: SecretStr = SecretStr("")
 
 
 class GuardInputs(BaseModel):
@@ -408,6 +411,7 @@ OTHER_RULES: Mapping[str, Callable[[str, str], object]] = {
     "source-policy": _source_policy,
     "api-version": _choice(API_VERSION_CHOICES),
     "token": _token,
+    "runners-token": _token,
 }
 
 
@@ -544,6 +548,7 @@ def read_coordinator_inputs(
     workload = reader.get("workload", _workload, "{}", required=False)
     source_policy = reader.get("source-policy", _source_policy, "current", required=False)
     token = reader.get("token", _token, SecretStr(""), required=True)
+    runners_token = reader.get("runners-token", _token, SecretStr(""), required=False)
     api_version = _read_api_version(reader)
     reader.done()
     assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
@@ -557,6 +562,7 @@ def read_coordinator_inputs(
         source_policy=source_policy,
         token=token,
         api_version=api_version,
+        runners_token=runners_token,
     )
 
 

@@ -17,7 +17,7 @@ spent. `etags="every-read"` gives every reply a new ETag, so that no conditional
 answered 304 (GitHub only implies that an unchanged resource keeps its ETag; this is the world
 where it does not).
 
-Long (638 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (650 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
@@ -50,6 +50,7 @@ from runner_queue_fallback.fake_github.model import (
 )
 from runner_queue_fallback.fake_github.render import Renderer, error
 from runner_queue_fallback.fake_github.reply import LedgerEntry, Reply
+from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 
 if TYPE_CHECKING:
     import requests
@@ -194,6 +195,8 @@ class FakeGitHub(ActionsModel):
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
         self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
+        #: The owner's runner groups and policy (`fake_github/runner_groups.py`); None: not served.
+        self.org_runners: OrgRunners | None = None
 
     # --------------------------------------------------------------------------- adapters
 
@@ -473,6 +476,14 @@ class FakeGitHub(ActionsModel):
     # ----------------------------------------------------------------------------- routes
 
     def _route(self, request: _Request) -> _Served:
+        if self.org_runners is not None and request.method == "GET":
+            token = request.headers.get("authorization", "").split(" ", 1)[-1].strip()
+            served = self.org_runners.serve(request.path, request.params, token, self.repository)
+            if served is not None:
+                status, body, pages = served
+                page = max(1, int(request.params.get("page", "1")))
+                self._link = self._page_links(request, request.params, page, pages)
+                return status, body
         prefix = f"/repos/{self.repository}"
         if not request.path.lower().startswith(prefix.lower() + "/"):
             return 404, error("Not Found", 404)

@@ -31,6 +31,7 @@ from runner_queue_fallback.github.models import (
 from runner_queue_fallback.github.quota import Quota, RequestStats
 from runner_queue_fallback.github.refs import Refs
 from runner_queue_fallback.github.retry import Patience
+from runner_queue_fallback.github.runner_groups import RunnerReads
 from runner_queue_fallback.github.runs import Runs
 from runner_queue_fallback.github.transport import USER_AGENT, Transport, api_path
 from runner_queue_fallback.github.versions import NEWER, VersionNegotiation
@@ -112,6 +113,8 @@ class GitHubClient:
         calls = Calls(self._transport, self._quota, clock, send=send, log=log, repo_path=repo_path)
         self._calls, self._runs = calls, Runs(calls, self._versions)
         self._listing, self._refs = Listing(calls), Refs(calls)
+        #: The runner-group reads (`github.runner_groups`): made only by a `runners-token` client.
+        self.runner_reads = RunnerReads(calls, repository)
 
     def __repr__(self) -> str:
         """Show where the client points, never its token."""

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from runner_queue_fallback.action.observe import ACTIVE_RUN_STATUSES
+from runner_queue_fallback.action.runner_groups import check_groups
 from runner_queue_fallback.action.sequence.admission import RESERVE_REQUESTS
 from runner_queue_fallback.action.sequence.child_workflow import (
     check_child,
@@ -33,6 +34,7 @@ from runner_queue_fallback.core.errors import (
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.runner_groups import RunnerReads
 
 __all__ = ["DEPENDENT", "LOW_QUOTA", "UNVERIFIABLE_PERMISSION", "Check", "run", "unverifiable"]
 
@@ -54,19 +56,44 @@ _UNVERIFIABLE_GROUP = (
 
 @dataclass(frozen=True)
 class Check:
-    """One check: pass (True), FAIL (False) or not checked (None), with what was seen or why not."""
+    """One check: pass (True), FAIL (False) or not checked (None), with what was seen or why not.
+
+    `unproven`: with None, the check read everything and still cannot say (`not proven`).
+    """
 
     name: str
     passed: bool | None
     detail: str
+    unproven: bool = False
 
     @property
     def line(self) -> str:
         """`pass        name: detail`, or `not checked name (why)`."""
         verdict = {True: "pass", False: "FAIL", None: "not checked"}[self.passed]
+        if self.unproven:
+            verdict = "not proven"
         if self.passed is None:
             return f"  {verdict:<12}{self.name} ({self.detail})"
         return f"  {verdict:<12}{self.name}: {self.detail}"
+
+
+def group_checks(
+    inputs: CoordinatorInputs, repository: str, reads: RunnerReads | None, commit: str | None
+) -> list[Check]:
+    """The runner-group checks (`action/runner_groups.py`) as preflight's checks."""
+    found = check_groups(
+        reads,
+        inputs.pools.candidates,
+        repository=repository,
+        workflow=inputs.workflow,
+        workflow_ref=inputs.workflow_ref,
+        commit=commit,
+    )
+    passed = {"pass": True, "FAIL": False}
+    return [
+        Check(c.name, passed.get(c.verdict), c.detail, unproven=c.verdict == "not proven")
+        for c in found
+    ]
 
 
 def unverifiable(inputs: CoordinatorInputs, repository: str) -> list[str]:
@@ -219,10 +246,18 @@ def run(
     reporter: Reporter,
     *,
     in_a_run: bool,
+    runners_client: GitHubClient | None = None,
 ) -> bool:
-    """Make every check; print them and what stays unverified. True when none failed."""
+    """Make every check; print them and what stays unverified. True when none failed.
+
+    `runners_client`: the client holding `runners-token` (None: not given); only its runner-group
+    reads are made with it, never a write.
+    """
     preflight = _Preflight(inputs, run_context, client, reporter, in_a_run=in_a_run)
     checks = preflight.run_all()
+    if runners_client is not None:  # without it, the groups stay in "Not checked" below
+        reads = runners_client.runner_reads
+        checks += group_checks(inputs, run_context.repository, reads, preflight.commit)
     reporter.log(
         f"Preflight of {run_context.repository}: child {inputs.workflow} at {inputs.workflow_ref}, "
         f"source {inputs.source_ref} (no dispatch, no POST)"
@@ -235,10 +270,11 @@ def run(
     for item in unverifiable(inputs, run_context.repository):
         reporter.log(f"  - {item}")
     failed = sum(1 for c in checks if c.passed is False)
+    sent = client.stats.sent + (runners_client.stats.sent if runners_client else 0)
     passed = sum(1 for c in checks if c.passed)
     reporter.log(
         f"preflight: {passed} passed, {failed} failed, {len(checks) - passed - failed} not "
         "checked; "
-        f"API requests: {client.stats.sent} sent, all GET"
+        f"API requests: {sent} sent, all GET"
     )
     return failed == 0

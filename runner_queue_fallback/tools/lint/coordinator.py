@@ -15,7 +15,7 @@ import yaml
 
 from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
-from runner_queue_fallback.core.input_names import closest
+from runner_queue_fallback.core.input_names import SECRET_INPUTS, closest
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
@@ -288,7 +288,7 @@ def _validate(
     for name in COORDINATOR_INPUTS:
         if name in _POOL_INPUTS and not plannable:
             continue
-        value = step.checkable(name) if name != "token" else None
+        value = step.checkable(name) if name not in SECRET_INPUTS else None
         if value is not None or name in _STAND_INS:
             environ[env_name(name)] = value if value is not None else _STAND_INS[name]
     try:
@@ -622,7 +622,7 @@ def _trust(step: CoordinatorStep, report: Report) -> None:
                 f"take `{name}` from an approval gate (a dispatch input or a trusted job output)",
             )
     for name, node in step.inputs.items():
-        if name != "token" and has_secret(node.text):
+        if name not in SECRET_INPUTS and has_secret(node.text):
             report.add(
                 path,
                 node.line,
