@@ -16,7 +16,8 @@ from runner_queue_fallback.tools.simulate.steps import (
     run_coordinator,
 )
 from tests.invariants import children, dispatch_posts
-from tests.scenario import CPU, FOREVER, Scenario, attempts
+from tests.scenario import CPU, FOREVER, Scenario, attempts, minute_queues
+from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
 
 #: The scenario builder lived here: the test files that import it from here still may.
 __all__ = ["CPU", "FOREVER", "Scenario", "attempts"]
@@ -373,3 +374,57 @@ def test_an_annotated_tag_as_workflow_ref_and_source_ref():
         e.path.endswith("/git/tags/" + sha) for e in s.world.ledger for sha in s.world.tag_objects
     )
     assert children(s.world)[0].workload_started_at is not None
+
+
+# -- every error goes through the cleanup, and the result is published --------------------------
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_unexpected_exception_still_cleans_up_and_publishes(monkeypatch: pytest.MonkeyPatch):
+    """Any exception, not only the project's own, goes through cleanup and publishing."""
+    from runner_queue_fallback.action.sequence import queue  # noqa: PLC0415  # the phase to break
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(queue, "wait_in_queue", broken)
+    w = minute_queues(watched=True).pools(FOREVER, ())
+    result = w.run(bug=True)
+    assert result.exit_code == 1
+    [kid] = children(w.world)
+    assert kid.conclusion == "cancelled"
+    assert result.log.count("::error") == 1
+    assert "unexpected ZeroDivisionError in the fallback sequence: a bug" in result.log
+    assert result.outputs["run-id"] == str(kid.run_id)
+    assert "Unexpected error" in result.log
+
+
+FULL = ((0.0, 10.0**9),)
+
+
+@pytest.mark.found_by("fuzz")
+def test_signal_during_the_cleanup_of_an_error_still_publishes_the_result():
+    """SIGTERM arrived while the coordinator cleaned up after an error (the source moved).
+
+    Before: `Interrupted` escaped `Coordinator.run` from inside the error's cleanup, so the
+    coordinate step ended with a traceback, no outputs, no summary and no error annotation.
+    Fix: the cleanup restarts within the signal grace and the result is published.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "20"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16", busy=FULL),),
+        timings=Timings(cancel_delay=30.0),
+        move_source_at=100.0,  # seen by the first source check 15 minutes on (at 1002 s)
+        interrupt_at=1010.0,
+        guard=False,
+    )
+    outcome = execute(case)
+    run = outcome.run
+    assert outcome.observed.interrupted_at is not None
+    assert run.exit_code == 1
+    assert "moved" in run.log
+    assert "SIGTERM: the workflow run is being cancelled during the cleanup" in run.log
+    assert run.outputs["attempts"] == "1"
+    assert "::error" in run.log
+    [kid] = children(outcome.world)
+    assert kid.conclusion == "cancelled"
