@@ -275,6 +275,9 @@ def test_a_child_ending_other_than_cancelled_during_the_proof_stops_at_the_read_
 
 
 def test_force_cancel_is_sent_once_at_half_the_cancellation_window():
+    """Once, even while it does not take either. (A second test of this, on the catalogue's
+    `unheeded-cancel` world, was merged here: that a force-cancel which takes is then proven
+    and the next pool served, tests/test_simulate.py holds by that scenario's expectations.)"""
     s, result = stuck_cancellation()
     [(_, first), *_] = posts(s, "/cancel")
     forced = [t for _, t in posts(s, "/force-cancel")]

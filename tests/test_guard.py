@@ -373,11 +373,14 @@ def list_pages(world: FakeGitHub) -> list[str]:
     return [e.query for e in world.ledger if e.path.endswith("/runs") and e.method == "GET"]
 
 
+@pytest.mark.found_by("review", issue=26)
 @pytest.mark.parametrize("later", [3.0, 0.4], ids=["3s-later", "same-second"])
 def test_a_copy_dispatched_seconds_after_the_real_child_is_refused(clock: FakeClock, later: float):
     """Someone copies a live child's inputs: same request id, parent and source. It is later.
 
     In the same second the two `created_at` are equal and the lower run id is the real child.
+    Before (issue 26): the guard passed the copy and the workload ran twice (the review's test
+    of this, through the CLI, merged here).
     """
     world = make_world(clock)
     real = dispatch_child(world)
@@ -501,6 +504,7 @@ def trusting_environ(
     return guard_environ(world, run_id, **extra)
 
 
+@pytest.mark.found_by("review", issue=26)
 @pytest.mark.parametrize(
     ("path", "passes"),
     [
@@ -515,7 +519,10 @@ def trusting_environ(
 def test_the_parent_must_be_a_run_of_this_repositorys_coordinator(
     clock: FakeClock, path: str, passes: bool
 ):
-    """A path that names another repository's `runner-check.yml` is not our coordinator."""
+    """A path that names another repository's `runner-check.yml` is not our coordinator.
+
+    Before (issue 26): the file name matched `coordinator-workflow` whatever came before it (the
+    review's test of this, through the CLI, merged here)."""
     world = make_world(clock)
     parent_shows(world, path=path)
     run_id = dispatch_child(world)

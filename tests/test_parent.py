@@ -24,12 +24,16 @@ def parent_reads(s: Scenario) -> list[float]:
 
 
 @pytest.mark.found_by("audit", issue=26)
+@pytest.mark.found_by("review", issue=26)
 @pytest.mark.parametrize("state", ["waiting", "action_required", "stale"])
 def test_a_parent_in_a_state_outside_the_grace_fails_at_the_first_read_with_no_dispatch(
     state: str,
 ):
     """Spec: queued, requested, pending and 404 get the 2-minute grace; "terminal or unknown
-    states fail immediately". `waiting` (an environment's approval) is not active either."""
+    states fail immediately". `waiting` (an environment's approval) is not active either.
+
+    Nothing is waited for, not even a poll (the review's test of the shared parent check,
+    merged here: it asserted the same of `waiting`)."""
     s = Scenario().pools([], [], [])
     s.world.runs[PARENT_RUN_ID].status = state
     result = s.run()
@@ -39,6 +43,7 @@ def test_a_parent_in_a_state_outside_the_grace_fails_at_the_first_read_with_no_d
     assert f"parent run {PARENT_RUN_ID}: expected an active run, observed status {state!r}" in (
         result.log
     )
+    assert s.clock.sleeps == []
 
 
 @pytest.mark.found_by("audit", issue=26)

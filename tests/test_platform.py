@@ -315,18 +315,6 @@ def test_a_run_that_never_gets_its_job_ends_the_sequence_and_is_reported_unconfi
     ]
 
 
-def test_a_cancel_that_does_not_take_is_force_cancelled_at_half_window_then_proven():
-    sim = _simulated(CATALOGUE["unheeded-cancel"])
-    (run,) = sim.runs
-    first, second = sim.children(run)
-    posts = _posts(sim.world, first.run_id)
-    assert [(how, status) for _, how, status in posts] == [("cancel", 202), ("force-cancel", 202)]
-    assert posts[1][0] - posts[0][0] == timing.CANCEL_WINDOW_SECONDS / 2
-    assert first.conclusion == "cancelled"
-    assert first.allocated_at is None
-    assert second.conclusion == "success"
-
-
 @pytest.mark.parametrize("name", ["requeue-visible", "zombie-run", "unheeded-cancel"])
 def test_simulate_does_not_predict_a_world_with_githubs_own_behaviours(name: str, capsys):
     """Flags that would need a new expectation are refused: the story rests on GitHub's quirks."""

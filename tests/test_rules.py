@@ -590,8 +590,12 @@ def test_a_finished_parent_is_refused_showing_only_what_was_observed():
     assert result.refusal.observed == "status 'completed' conclusion 'cancelled'"
 
 
+@pytest.mark.found_by("review", issue=15)
 def test_a_child_created_before_its_parent_attempt_started_is_refused_with_both_times():
-    """The parent was re-run after this child was dispatched: it cannot be this attempt's child."""
+    """The parent was re-run after this child was dispatched: it cannot be this attempt's child.
+
+    Before (issue 15): the parent was in progress at that attempt when the guard ran, so it
+    passed (the review's test of this, through the CLI, merged here)."""
     clock = FakeClock()
     world = make_world(clock)
     request = f"rqf-{GUARD_PARENT}-2-1-abcd0123"
