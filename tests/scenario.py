@@ -136,6 +136,10 @@ class Scenario:
     def cancels(self) -> list[float]:
         return cancels(self.world)
 
+    def requests_after(self, at: float) -> list[float]:
+        """When the coordinator sent each request from `at` on (client 0: the main step's token)."""
+        return [e.time for e in self.world.ledger if e.client == 0 and e.time >= at]
+
 
 @contextlib.contextmanager
 def _watching(watched: bool) -> Iterator[StdoutWatch | None]:

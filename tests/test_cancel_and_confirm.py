@@ -31,6 +31,7 @@ from tests.invariants import children, dispatch_posts
 from tests.outside import Rule, Tamper, child_run_id, json_body, with_json
 from tests.scenario import CPU16, FOREVER, Child, Scenario, attempts, minute_queues
 from tests.test_cleanup import busy_world
+from tests.test_execution import lag_conclusion
 from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
 from tests.test_rules import posts, run_reads
 from tests.test_sim_support import dispatch
@@ -148,25 +149,6 @@ def test_a_second_job_appearing_during_the_cancellation_proof_fails_as_a_mismatc
     assert len(dispatch_posts(s.world)) == 1
     assert "is not the run that was dispatched: jobs: expected exactly one job" in result.log
     assert "Confirmed: child" not in result.log
-
-
-def lag_conclusion(reads: int, *, when: str) -> Rule:
-    """Show a completed child run with a null conclusion for its first `reads` reads."""
-    seen: dict[int, int] = {}
-
-    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
-        run_id = child_run_id(path, world)
-        body = json_body(reply)
-        if method != "GET" or run_id is None or not path.endswith(f"/runs/{run_id}"):
-            return None
-        if not isinstance(body, dict) or body.get("conclusion") != when:
-            return None
-        seen[run_id] = seen.get(run_id, 0) + 1
-        if seen[run_id] > reads:
-            return None
-        return with_json(reply, {**body, "conclusion": None})
-
-    return rule
 
 
 @pytest.mark.found_by("review", issue=15)
@@ -531,12 +513,7 @@ def test_a_quota_reset_waited_for_in_a_signals_cleanup_does_not_extend_its_grace
     assert refused == [SIGNAL_AT]
     reads = [t for _, t in run_reads(s, kid.run_id) if t > SIGNAL_AT]
     assert reads, "read again after the reset"
-    assert max(_requests_after(s, SIGNAL_AT)) <= SIGNAL_AT + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
-
-
-def _requests_after(s: Scenario, at: float) -> list[float]:
-    """When the coordinator sent each request from `at` on (client 0: the main step's token)."""
-    return [e.time for e in s.world.ledger if e.client == 0 and e.time >= at]
+    assert max(s.requests_after(SIGNAL_AT)) <= SIGNAL_AT + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
 
 
 @pytest.mark.found_by("fuzz")

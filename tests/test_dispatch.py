@@ -45,11 +45,6 @@ SIGNAL_AT = 3.0
 SECOND_DISPATCH = 620.0
 
 
-def _requests_after(s: Scenario, at: float) -> list[float]:
-    """When the coordinator sent each request from `at` on (client 0: the main step's token)."""
-    return [e.time for e in s.world.ledger if e.client == 0 and e.time >= at]
-
-
 def _lines(result: SimulationRun, text: str) -> list[tuple[float, str]]:
     return [(t, line) for t, line in result.log_lines if text in line]
 
@@ -296,7 +291,7 @@ def test_once_the_childs_run_is_known_a_later_signal_does_not_search_for_it_by_r
     assert "SIGTERM" in result.log
     assert searches(s) == []
     [(_, cancel)] = posts(s, "/cancel")
-    [signalled, *_] = _requests_after(s, 400.0)
+    [signalled, *_] = s.requests_after(400.0)
     assert cancel == signalled, "the cancel is the first request after the signal"
     assert "Child run not found" not in result.log
     assert f"cleanup confirmed: child run {kid.run_id}" in result.log

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 from pathlib import Path
 
 import pytest
@@ -22,28 +21,15 @@ from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.lint import model
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
-    SOURCE_REF,
     TOKEN,
     standard_world,
 )
 from tests.scenario import CPU16
+from tests.test_input_rules import coordinator_inputs
 from tests.test_sim_support import GROUP
 
 #: YAML nested far deeper than libyaml's limit (1000) and Python's stack.
 DEEP_YAML = "[" * 100_000 + "]" * 100_000
-
-
-def coordinator_inputs(sha: str) -> dict[str, str]:
-    return {
-        "workflow": "runner-worker.yml",
-        "workflow-ref": "main",
-        "source-ref": SOURCE_REF,
-        "source-sha": sha,
-        "runner-type": "cpu",
-        "queue-timeout-minutes": "1",
-        "execution-timeout-minutes": "5",
-        "runners": json.dumps([{"group": GROUP, "labels": CPU16}]),
-    }
 
 
 def run_main(argv: list[str], environ: dict[str, str] | None = None) -> tuple[int, str]:
