@@ -378,3 +378,40 @@ def test_a_long_module_says_why_in_its_docstring(path: Path):
     doc = ast.get_docstring(ast.parse(path.read_text())) or ""
     assert re.search(r"Long \(\d+ lines\) because", " ".join(doc.split())), f"{lines} lines"
     assert "splits it" not in doc, "a reason, not a promise"
+
+
+#: Words that say how a file's tests were found, not what they hold (issue 45).
+FOUND_BY_WORDS = (
+    *("mutation", "mutant", "survivor", "hidden", "audit", "regression", "review"),
+    *("trust_boundar", "odd_input", "found", "bug"),
+)
+#: How a test may have been found: `@pytest.mark.found_by(<how>, issue=N)`.
+FOUND_BY = {"mutation", "fuzz", "review", "audit"}
+
+
+def _found_by_marks(path: Path) -> list[ast.Call]:
+    return [
+        node
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "found_by"
+    ]
+
+
+def test_a_test_file_is_named_after_what_it_holds_never_after_how_its_tests_were_found():
+    """One file per module, phase or behaviour (docs/contributing.md, "Where a test goes"); how
+    a test was found is its `found_by` marker, of a known kind, with an issue number if any."""
+    tests = sorted((ROOT / "tests").glob("test_*.py"))
+    named = [p.name for p in tests if any(word in p.stem for word in FOUND_BY_WORDS)]
+    assert named == []
+    marks = [(p.name, call) for p in tests for call in _found_by_marks(p)]
+    assert marks, "the found_by markers were not seen"
+    for name, call in marks:
+        [how] = call.args
+        assert isinstance(how, ast.Constant), name
+        assert how.value in FOUND_BY, (name, how.value)
+        for keyword in call.keywords:
+            assert keyword.arg == "issue", (name, keyword.arg)
+            assert isinstance(keyword.value, ast.Constant), name
+            assert isinstance(keyword.value.value, int), name

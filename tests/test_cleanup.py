@@ -1,23 +1,40 @@
-"""Cancel-and-confirm and the post step, against the fake GitHub."""
+"""The post step (`cleanup`) and how it finds the runs the main step left, against the fake GitHub.
+
+The post step reads the state the main step saved: the child's run id, its request id, the
+dispatch time, the copies; it lists the workflow's runs by run-name when the main step could not
+know its child (a lost reply, a signal during the dispatch, a run found by run-name), cancels and
+confirms every run it finds, and says what it did. Cancelling and confirming one run, the
+rules every cleanup shares, are in `tests/test_cancel_and_confirm.py`.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import io
+from datetime import timedelta
 from pathlib import Path
 
-from runner_queue_fallback.action.cleanup import cancel_and_confirm
+import pytest
+
+from runner_queue_fallback.action.cleanup import runs_left_by_main_step
 from runner_queue_fallback.cli import main
+from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
-from runner_queue_fallback.fake_github.model import Timings, fake_token
+from runner_queue_fallback.fake_github.faults import Fault
+from runner_queue_fallback.fake_github.model import Timings
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.github.client import GitHubClient
+from tests.invariants import children
 from tests.outside import JOBS_PATH, Tamper, json_body, with_json
+from tests.scenario import POST_TOKEN, Child, minute_queues
 from tests.test_sim_support import GROUP, dispatch, make_world
 
-#: The post step's token, in GitHub's 2026 format (520 characters with `.`, `_`, `-`).
-POST_TOKEN = fake_token("post_token")
+#: The workflow's runs, listed by the run-name search.
+LISTING = r"/workflows/[^/]+/runs$"
+#: A child run's cancels (the parent's run id is shorter).
+CANCEL = r"/actions/runs/9\d{9}/(force-)?cancel$"
+#: Honoured never (within any window here).
+NEVER = 10_000.0
 
 
 def post_step(
@@ -165,14 +182,238 @@ def test_unconfirmed_cleanup_names_the_run_and_fails_the_post_step(tmp_path: Pat
     assert f"Check run {run_id}" in (tmp_path / "summary.md").read_text()
 
 
-def test_cancel_and_confirm_polls_every_five_seconds_within_two_minutes():
+# -- where the post step looks, and for how long ------------------------------------------------
+
+
+def left_runs(child: Child, state: dict[str, str], **kwargs: float) -> list[int]:
+    return runs_left_by_main_step(
+        child.client, child.clock, state, "runner-worker.yml", child.lines.append, **kwargs
+    ).run_ids
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_the_post_step_reads_a_saved_run_id_with_surrounding_space():
+    child = Child()
+    assert left_runs(child, {"child-run-id": f" {child.run_id}\n"}) == [child.run_id]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_the_post_steps_single_find_is_not_called_several_runs():
+    child = Child()
+    assert left_runs(child, {"request-id": "rqf-1"}) == [child.run_id]
+    assert not [line for line in child.lines if "runs bear run-name" in line]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_an_earlier_candidates_child_is_not_the_post_steps_child_of_a_later_dispatch():
+    """The saved run id is candidate 1's; candidate 2's dispatch was in flight: its run is the
+    one looked after."""
+    child = Child()
+    later = dispatch(child.world, "rqf-2", labels="linux-amd64-cpu8")
+    state = {"child-run-id": str(child.run_id), "child-request-id": "rqf-1", "request-id": "rqf-2"}
+    assert left_runs(child, state) == [later]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_the_post_step_says_from_when_it_looked_for_an_unlisted_dispatch():
+    """With its dispatch time, from 5 minutes before it; without, from 6 hours before now."""
+    child = Child()
+    dispatched = child.clock.now()
+    left_runs(child, {"request-id": "rqf-none", "dispatched-at": dispatched.isoformat()})
+    since = (dispatched - timedelta(minutes=5)).isoformat()
+    assert (
+        f"No run with run-name rqf-none was found since {since}: if one appears" in child.lines[-1]
+    )
+    child.lines.clear()
+    now = child.clock.now()
+    left_runs(child, {"request-id": "rqf-none"})
+    since = (now - timedelta(hours=6)).isoformat()
+    assert (
+        f"No run with run-name rqf-none was found since {since}: if one appears" in child.lines[-1]
+    )
+
+
+def listings_during(child: Child, state: dict[str, str], **kwargs: float) -> list[float]:
+    """When (from its start) the post step's search listed the workflow's runs."""
+    before, start = len(child.world.ledger), child.clock.monotonic()
+    left_runs(child, state, **kwargs)
+    new = child.world.ledger[before:]
+    return sorted({e.time - start for e in new if e.path.endswith("/runs")})
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_the_post_steps_search_lists_every_5_s_up_to_the_end_of_its_window_or_its_deadline():
+    child = Child()
+    nothing = {"request-id": "rqf-none"}
+    assert listings_during(child, nothing) == [5.0 * n for n in range(25)]  # 0, 5, ..., 120
+    deadline = child.clock.monotonic() + 30.0
+    assert listings_during(child, nothing, deadline=deadline) == [5.0 * n for n in range(7)]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_the_post_step_keeps_the_child_the_main_step_found_by_run_name_when_listing_fails():
+    """Its listing refused, the post step still looks after the child and its saved copy."""
+    child = Child(Fault("forbidden", method="GET", path=LISTING))
+    copy = dispatch(child.world, "rqf-1", labels="linux-amd64-cpu8")
+    state = {
+        "request-id": "rqf-1",
+        "child-request-id": "rqf-1",
+        "child-found-by-name": "rqf-1",
+        "child-run-id": str(child.run_id),
+        "child-copies": str(copy),
+    }
+    assert left_runs(child, state) == [child.run_id, copy]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_once_a_run_is_found_the_post_step_lists_until_two_minutes_after_the_dispatch():
+    """A listing that lags may hide a run only that long: the post step, 10 s after the
+    dispatch, lists every 5 s up to then (110 s on), and no longer."""
+    child = Child()
+    dispatched = child.clock.now() - timedelta(seconds=10)
+    state = {"request-id": "rqf-1", "dispatched-at": dispatched.isoformat()}
+    settled = timing.STARTUP_WINDOW_SECONDS - 10.0
+    assert listings_during(child, state) == [5.0 * n for n in range(int(settled / 5) + 1)]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+@pytest.mark.parametrize(
+    "fault",
+    [
+        Fault("forbidden", method="GET", path=LISTING),
+        Fault("status", status=404, method="GET", path=LISTING, count=1),
+    ],
+    ids=["refused", "failed-once"],
+)
+def test_a_post_step_listing_that_fails_is_said(fault: Fault):
+    child = Child(fault)
+    left_runs(child, {"request-id": "rqf-1"})
+    assert any(line.startswith("Could not look for run-name rqf-1: GET ") for line in child.lines)
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_the_post_step_sends_nothing_past_its_4_minutes_even_after_a_quota_wait(tmp_path: Path):
+    """GitHub ends a post step 5 minutes after a cancellation; a minute is kept for the rest. The
+    child's first read waits 201 s for a quota reset; the cancel is never honoured: the cleanup
+    reads every 5 s and stops at its last poll inside the 4 minutes."""
+    child = Child(cancel_delay=NEVER, force_cancel_delay=NEVER)
+    spent = Fault(
+        "primary_rate_limit", method="GET", path=rf"/runs/{child.run_id}$", count=1, retry_after=200
+    )
+    child.world.faults.add(spent)
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 1
+    assert "cleanup NOT confirmed" in log
+    sent = [e.time - 30.0 for e in child.world.ledger if e.time >= 30.0]
+    limit = 300.0 - 60.0  # GitHub's 5 minutes, written out: the constants must not define them
+    assert max(sent) == limit - 4.0  # 201 s, then every 5 s: 236 s is the last poll that fits
+    assert child.clock.monotonic() - 30.0 <= limit
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_found_run_whose_cancel_failed_and_that_completed_is_left_as_completed(tmp_path: Path):
+    """The post step finds the lost dispatch's run already over; its cancel fails (403): the run
+    is not counted as one this step cancelled, so it is reported as already completed."""
     clock = FakeClock()
-    world = busy_world(clock, cancel_delay=12.0)
-    run_id = dispatch(world, "rqf-4", labels="linux-amd64-cpu8")
-    clock.advance(30)
-    client = GitHubClient(world.session(), world.api_url, world.repository, "t", clock)
-    start = clock.monotonic()
-    result = cancel_and_confirm(client, clock, run_id)
-    assert result.confirmed
-    assert clock.sleeps == [5.0, 5.0, 5.0]
-    assert clock.monotonic() - start == 15.0
+    world = make_world(clock)
+    run_id = dispatch(world, "rqf-1")
+    clock.advance(200)  # its 60 s workload is over
+    world.faults.add(Fault("forbidden", method="POST", path=CANCEL))
+    code, log = post_step(world, clock, {"request-id": "rqf-1"}, tmp_path)
+    assert code == 0
+    assert f"Cancel of run {run_id} failed: POST " in log
+    assert f"Child run {run_id} is already completed: nothing to clean up" in log
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_post_step_after_a_refused_dispatch_has_nothing_to_clean_up():
+    """A dispatch refused with 422 creates no run.
+
+    Before: the post step searched by run-name and said "no run with run-name ... was found: if
+    one appears, cancel it by hand". After: it knows nothing was created.
+    """
+
+    w = minute_queues(watched=True).pools((), ())
+    w.world.inject(Fault(kind="status", status=422, method="POST", path=r"/dispatches$"))
+    result = w.run()
+    assert result.exit_code == 1
+    assert children(w.world) == []
+    assert "cancel it by hand" not in result.post_log
+    assert "no run was created" in result.post_log
+    assert "nothing to clean up" in result.post_log
+    assert result.post_exit_code == 0
+
+
+# -- every run bearing the request id: copies by someone else -----------------------------------
+
+
+def _state_of_a_dispatch_in_flight(clock: FakeClock, request_id: str) -> dict[str, str]:
+    """What the main step saved before a dispatch whose run it never learned."""
+    dispatched = clock.now() - timedelta(seconds=1)
+    return {"request-id": request_id, "dispatched-at": dispatched.isoformat()}
+
+
+@pytest.mark.found_by("review", issue=26)
+def test_the_post_step_cancels_confirms_and_names_every_run_bearing_the_request_id(
+    tmp_path: Path,
+):
+    """The main step died during its dispatch; a copy was dispatched 3 s later: the post step
+    cancels and confirms both. Before: only the earliest was cancelled."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    state = _state_of_a_dispatch_in_flight(clock, "rqf-9-1-1-0123abcd")
+    real = dispatch(world, "rqf-9-1-1-0123abcd", labels="linux-amd64-cpu8")
+    clock.advance(3)
+    copy = dispatch(world, "rqf-9-1-1-0123abcd", labels="linux-amd64-cpu8")
+    clock.advance(10)
+    code, log = post_step(world, clock, state, tmp_path)
+    assert code == 0, log
+    for run_id in (real, copy):
+        assert world.history[run_id].conclusion == "cancelled", run_id
+        assert f"cleanup confirmed: child run {run_id}" in log
+    assert f"2 runs bear run-name rqf-9-1-1-0123abcd: {real}, {copy}" in log
+
+
+@pytest.mark.found_by("review", issue=26)
+def test_the_post_step_lists_again_for_a_child_the_main_step_found_by_run_name(tmp_path: Path):
+    """The main step found its child by run-name (it is saved so): the post step lists again and
+    cancels a copy too. Before: only the saved run id was cancelled."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    request_id = "rqf-9-1-1-4567cdef"
+    state = _state_of_a_dispatch_in_flight(clock, request_id)
+    real = dispatch(world, request_id, labels="linux-amd64-cpu8")
+    clock.advance(3)
+    copy = dispatch(world, request_id, labels="linux-amd64-cpu8")
+    clock.advance(10)
+    state |= {
+        "child-run-id": str(real),
+        "child-request-id": request_id,
+        "child-found-by-name": request_id,
+    }
+    code, log = post_step(world, clock, state, tmp_path)
+    assert code == 0, log
+    for run_id in (real, copy):
+        assert world.history[run_id].conclusion == "cancelled", run_id
+        assert f"cleanup confirmed: child run {run_id}" in log
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.count("**Post-step cleanup:**") == 2
+
+
+@pytest.mark.found_by("review", issue=26)
+def test_the_post_step_leaves_a_child_known_from_its_dispatch_reply_to_its_run_id(
+    tmp_path: Path,
+):
+    """A run id from the dispatch reply is the child: no listing by run-name."""
+    clock = FakeClock()
+    world = busy_world(clock)
+    request_id = "rqf-9-1-1-89abcdef"
+    state = _state_of_a_dispatch_in_flight(clock, request_id)
+    real = dispatch(world, request_id, labels="linux-amd64-cpu8")
+    clock.advance(10)
+    state |= {"child-run-id": str(real), "child-request-id": request_id}
+    code, log = post_step(world, clock, state, tmp_path)
+    assert code == 0, log
+    assert not any(e.path.endswith("/runner-worker.yml/runs") for e in world.ledger)
+    assert f"cleanup confirmed: child run {real}" in log

@@ -8,73 +8,19 @@ import pytest
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.core import timing
-from runner_queue_fallback.core.clock import FakeClock
-from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
-from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
+from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings, Workload
-from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
-    SimulationRun,
     run_coordinator,
-    standard_world,
 )
-from tests.invariants import check_invariants, children, dispatch_posts
+from tests.invariants import children, dispatch_posts
+from tests.scenario import CPU, FOREVER, Scenario, attempts, minute_queues
+from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
 
-CPU = ["linux-amd64-cpu16", "linux-amd64-cpu8", "linux-amd64-cpu32"]
-FOREVER = [(0.0, 10.0**9)]
-
-
-class Scenario:
-    """A small builder: a world with CPU pools, then a run of the real coordinator."""
-
-    def __init__(
-        self, *, timings: Timings | None = None, workload: Workload | None = None, faults=()
-    ):
-        self.clock = FakeClock()
-        world = FakeGitHub(
-            self.clock,
-            timings=timings or Timings(),
-            workload=workload,
-            faults=FaultPlan(list(faults)),
-        )
-        self.world, self.sha = standard_world(self.clock, world)
-        self.inputs = {
-            "workflow": "runner-worker.yml",
-            "workflow-ref": "main",
-            "source-ref": SOURCE_REF,
-            "source-sha": self.sha,
-            "runner-type": "cpu",
-            "execution-timeout-minutes": "15",
-        }
-
-    def pools(
-        self, *busy: list[tuple[float, float]], labels=CPU, group="nv-cpu-general"
-    ) -> Scenario:
-        for label, intervals in zip(labels, busy, strict=False):
-            self.world.add_pool(group, label, runners=1, busy=intervals)
-        return self
-
-    def run(self, **kwargs) -> SimulationRun:
-        result = run_coordinator(self.world, self.clock, self.inputs, main=cli.main, **kwargs)
-        environ = {env_name(k): v for k, v in self.inputs.items()}
-        try:
-            candidates = len(read_pool_settings(environ, load_profiles()).candidates)
-        except InputErrors:
-            candidates = 0
-        check_invariants(self.world, result, candidates=candidates)
-        return result
-
-    def cancels(self) -> list[float]:
-        return [
-            e.time for e in self.world.ledger if e.method == "POST" and e.path.endswith("/cancel")
-        ]
-
-
-def attempts(result: SimulationRun) -> list[dict[str, object]]:
-    return json.loads(result.outputs["attempts-json"])  # type: ignore[no-any-return]  # list of objects
+#: The scenario builder lived here: the test files that import it from here still may.
+__all__ = ["CPU", "FOREVER", "Scenario", "attempts"]
 
 
 def test_primary_success():
@@ -428,3 +374,57 @@ def test_an_annotated_tag_as_workflow_ref_and_source_ref():
         e.path.endswith("/git/tags/" + sha) for e in s.world.ledger for sha in s.world.tag_objects
     )
     assert children(s.world)[0].workload_started_at is not None
+
+
+# -- every error goes through the cleanup, and the result is published --------------------------
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_unexpected_exception_still_cleans_up_and_publishes(monkeypatch: pytest.MonkeyPatch):
+    """Any exception, not only the project's own, goes through cleanup and publishing."""
+    from runner_queue_fallback.action.sequence import queue  # noqa: PLC0415  # the phase to break
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    monkeypatch.setattr(queue, "wait_in_queue", broken)
+    w = minute_queues(watched=True).pools(FOREVER, ())
+    result = w.run(bug=True)
+    assert result.exit_code == 1
+    [kid] = children(w.world)
+    assert kid.conclusion == "cancelled"
+    assert result.log.count("::error") == 1
+    assert "unexpected ZeroDivisionError in the fallback sequence: a bug" in result.log
+    assert result.outputs["run-id"] == str(kid.run_id)
+    assert "Unexpected error" in result.log
+
+
+FULL = ((0.0, 10.0**9),)
+
+
+@pytest.mark.found_by("fuzz")
+def test_signal_during_the_cleanup_of_an_error_still_publishes_the_result():
+    """SIGTERM arrived while the coordinator cleaned up after an error (the source moved).
+
+    Before: `Interrupted` escaped `Coordinator.run` from inside the error's cleanup, so the
+    coordinate step ended with a traceback, no outputs, no summary and no error annotation.
+    Fix: the cleanup restarts within the signal grace and the result is published.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "20"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16", busy=FULL),),
+        timings=Timings(cancel_delay=30.0),
+        move_source_at=100.0,  # seen by the first source check 15 minutes on (at 1002 s)
+        interrupt_at=1010.0,
+        guard=False,
+    )
+    outcome = execute(case)
+    run = outcome.run
+    assert outcome.observed.interrupted_at is not None
+    assert run.exit_code == 1
+    assert "moved" in run.log
+    assert "SIGTERM: the workflow run is being cancelled during the cleanup" in run.log
+    assert run.outputs["attempts"] == "1"
+    assert "::error" in run.log
+    [kid] = children(outcome.world)
+    assert kid.conclusion == "cancelled"

@@ -13,7 +13,8 @@ the invariants of DESIGN.md and the spec's bounds after every run
 `check_no_child_left_for_quota`, `check_started_workloads`, and a second execution of a job
 never running its workload).
 
-A `Case` is plain data, so every bug the fuzzer finds is replayed by name in test_regressions.py.
+A `Case` is plain data, so every bug the fuzzer finds is replayed by name, as its own `Case`, in
+the test file of the module it broke (marked `found_by("fuzz")`).
 Profiles (`RQF_FUZZ_PROFILE`): `ci` (default, derandomized) and `nightly` (see conftest.py).
 """
 

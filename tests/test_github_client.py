@@ -19,6 +19,7 @@ from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
     DispatchAmbiguous,
     GitHubAPIError,
+    GitHubError,
     NotFound,
     PermissionDenied,
     RateLimited,
@@ -28,10 +29,14 @@ from runner_queue_fallback.core.errors import (
     Unprocessable,
 )
 from runner_queue_fallback.fake_github.model import fake_token
+from runner_queue_fallback.fake_github.reply import Reply
+from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome
 from runner_queue_fallback.github.retry import Patience
 from tests import github_payloads as payloads
+from tests.outside import child_run_id
+from tests.scenario import FOREVER, minute_queues
 
 TOKEN = fake_token("s3cr3tT0kenValue")
 API = payloads.API
@@ -1005,3 +1010,44 @@ def test_once_a_child_exists_one_request_takes_at_most_four_rate_limit_waits(
     with pytest.raises(RateLimited):
         client.get_run(42)
     assert clock.sleeps == [30.0] * 4
+
+
+# -- one place builds every path; an error body nested past any stack ---------------------------
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_client_refuses_dot_segments_and_encodes_each_segment(no_network):
+    """One place builds every path: `..` is refused, `/` inside a single value is encoded."""
+    session, adapter = no_network
+    client = GitHubClient(session, "https://api.github.test", "o/r", "t", FakeClock())
+    with pytest.raises(GitHubError, match=r"segment '\.\.'"):
+        client.get_commit_sha("heads/x/../../other")
+    with pytest.raises(GitHubError, match="segment ''"):
+        client.get_file_sha(".github//x.yml", "main")
+    assert adapter.sent == []
+    with pytest.raises(AssertionError):  # the no-network adapter: a request was attempted
+        client.dispatch_workflow("a/b.yml", "main", {})
+    assert adapter.sent[-1].split(" ")[1].endswith("/actions/workflows/a%2Fb.yml/dispatches")
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_deeply_nested_error_body_is_cut_not_raised():
+    """A 502 whose body is JSON nested 100,000 deep, while the child is queued.
+
+    Before: RecursionError from reading GitHub's `message` escaped `Coordinator.run`: no
+    cleanup, no `::error`. After: the message is cut and the reply is a retried server error.
+    """
+    deep = b"[" * 100_000 + b"]" * 100_000
+    fired: list[float] = []
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        if method == "GET" and child_run_id(path, world) and world.now() > 40 and not fired:
+            fired.append(world.now())
+            return Reply(502, {"Content-Type": "application/json"}, deep)
+        return None
+
+    w = minute_queues(watched=True).pools(FOREVER, ())
+    w.tamper.rules.append(rule)
+    result = w.run()
+    assert fired
+    assert result.exit_code == 0, result.log

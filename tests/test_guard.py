@@ -30,7 +30,7 @@ from runner_queue_fallback.action.guard import (
 )
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.errors import GuardRefused
-from runner_queue_fallback.core.inputs import read_guard_inputs, read_run_context
+from runner_queue_fallback.core.inputs import env_name, read_guard_inputs, read_run_context
 from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.fake_github import (
     DispatchRefused,
@@ -40,10 +40,13 @@ from runner_queue_fallback.fake_github import (
     WorkerContext,
     Workload,
 )
-from runner_queue_fallback.fake_github.model import fake_token
+from runner_queue_fallback.fake_github.model import WORKER_TOKEN, fake_token
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.github.client import GitHubClient
-from tests.outside import Tamper, json_body, with_json
+from runner_queue_fallback.tools.simulate.capture import capture_stdout
+from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, standard_world
+from runner_queue_fallback.tools.simulate.steps import SOURCE_REF as SIM_SOURCE_REF
+from tests.outside import Tamper, json_body, watch_stdout, with_json
 
 PARENT_ID = 4242
 SOURCE_REF = "refs/heads/feature"
@@ -370,11 +373,14 @@ def list_pages(world: FakeGitHub) -> list[str]:
     return [e.query for e in world.ledger if e.path.endswith("/runs") and e.method == "GET"]
 
 
+@pytest.mark.found_by("review", issue=26)
 @pytest.mark.parametrize("later", [3.0, 0.4], ids=["3s-later", "same-second"])
 def test_a_copy_dispatched_seconds_after_the_real_child_is_refused(clock: FakeClock, later: float):
     """Someone copies a live child's inputs: same request id, parent and source. It is later.
 
     In the same second the two `created_at` are equal and the lower run id is the real child.
+    Before (issue 26): the guard passed the copy and the workload ran twice (the review's test
+    of this, through the CLI, merged here).
     """
     world = make_world(clock)
     real = dispatch_child(world)
@@ -498,6 +504,7 @@ def trusting_environ(
     return guard_environ(world, run_id, **extra)
 
 
+@pytest.mark.found_by("review", issue=26)
 @pytest.mark.parametrize(
     ("path", "passes"),
     [
@@ -512,7 +519,10 @@ def trusting_environ(
 def test_the_parent_must_be_a_run_of_this_repositorys_coordinator(
     clock: FakeClock, path: str, passes: bool
 ):
-    """A path that names another repository's `runner-check.yml` is not our coordinator."""
+    """A path that names another repository's `runner-check.yml` is not our coordinator.
+
+    Before (issue 26): the file name matched `coordinator-workflow` whatever came before it (the
+    review's test of this, through the CLI, merged here)."""
     world = make_world(clock)
     parent_shows(world, path=path)
     run_id = dispatch_child(world)
@@ -837,3 +847,222 @@ def test_e2e_a_copy_dispatched_2s_after_the_real_child_never_runs_its_workload(
         (ORIGINAL, f"a copy of run {real}")
     ]
     assert len(worker.results) == 2
+
+
+# -- the parent's workflow ref, and the child's own workflow, when they cannot be known ---------
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_parent_whose_workflow_ref_is_unknown_is_refused_with_why_and_no_ref():
+    """A pull request's run names no ref it ran: the refusal ends with that reason."""
+    clock = FakeClock()
+    world = make_world(clock)
+    parent_shows(world, event="pull_request")
+    run_id = dispatch_child(world)
+    refusal = refused_at(run_guard(world, clock, trusting_environ(world, run_id)), PARENT)
+    assert refusal.observed.endswith(
+        ", its workflow ref is unknown: a pull_request run does not name the branch it ran from "
+        "(only workflow_dispatch, push and schedule runs do)"
+    ), refusal.observed
+    assert ", at None" not in refusal.observed
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_child_whose_own_workflow_cannot_be_named_is_refused_before_any_listing():
+    """Its run shows no workflow id and a path that is no workflow file: which runs could be
+    copies of it cannot be listed, so the original check refuses, naming the path."""
+    clock = FakeClock()
+    world = make_world(clock)
+    run_id = dispatch_child(world)
+
+    def unnamed(method: str, path: str, reply: Reply, _world: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method != "GET" or not path.endswith(f"/runs/{run_id}") or not isinstance(body, dict):
+            return None
+        return with_json(reply, {**body, "workflow_id": None, "path": "dynamic/pages/build"})
+
+    Tamper(world, [unnamed]).install()
+    refusal = refused_at(run_guard(world, clock, guard_environ(world, run_id)), ORIGINAL)
+    assert refusal.observed == "own workflow unknown ('dynamic/pages/build')"
+    assert not [e for e in world.ledger if e.path.endswith("/runs") and e.method == "GET"]
+
+
+# -- a child dispatched by hand, through the CLI on the simulator's repository ------------------
+
+
+OTHER_RUN = 7_000_777
+
+
+def hand_world(clock: FakeClock) -> tuple[FakeGitHub, str]:
+    world, sha = standard_world(clock)
+    world.add_parent_run(OTHER_RUN, workflow="ci.yml")  # an unrelated CI run, in progress
+    return world, sha
+
+
+def hand_dispatch(
+    world: FakeGitHub, sha: str, request_id: str, parent: int, attempt: int = 1
+) -> int:
+    run = world.dispatch(
+        "runner-worker.yml",
+        "main",
+        {
+            "request-id": request_id,
+            "parent-run-id": str(parent),
+            "parent-run-attempt": str(attempt),
+            "source-ref": SIM_SOURCE_REF,
+            "source-sha": sha,
+            "runner": json.dumps({"group": GROUP, "labels": LABEL}),
+            "workload": "{}",
+        },
+    )
+    assert hasattr(run, "id"), run
+    return run.id
+
+
+def cli_guard(
+    world: FakeGitHub, clock: FakeClock, run_id: int, *, summary: str = "", **inputs: str
+) -> tuple[int, str]:
+    child = world.runs[run_id]
+    environ = {
+        "GITHUB_RUN_ID": str(run_id),
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": world.repository,
+        "GITHUB_API_URL": world.api_url,
+        "GITHUB_SERVER_URL": world.server_url,
+        env_name("token"): WORKER_TOKEN,
+        **{env_name(k): v for k, v in child.inputs.items() if k not in {"runner", "workload"}},
+        **{env_name(k): v for k, v in inputs.items()},
+        "GITHUB_STEP_SUMMARY": summary,
+    }
+    out = io.StringIO()
+    with capture_stdout(out), watch_stdout() as watch:
+        code = cli.main(["guard"], environ, clock=clock, session=world.session())
+    assert watch.problems() == [], watch.problems()
+    return code, out.getvalue()
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_guard_refuses_a_hand_made_dispatch_with_a_foreign_request_id():
+    """A person dispatched the child by hand: `request-id=hello`, an unrelated CI run as parent.
+
+    Before: the run-name matched the request-id input (the dispatcher chose both) and the CI run
+    was in progress, so the guard passed and the workload started. After: `hello` is no request
+    id of that parent, and the guard refuses before any API request for it.
+    """
+    clock = FakeClock()
+    world, sha = hand_world(clock)
+    run_id = hand_dispatch(world, sha, "hello", OTHER_RUN)
+    clock.sleep(10)
+    code, log = cli_guard(world, clock, run_id)
+    assert code == 1, log
+    assert "request id" in log
+    assert "'hello', not a request id" in log
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_guard_refuses_a_parent_of_another_workflow_when_coordinator_workflow_is_set():
+    """The request id has the right form and names its parent, but the parent is a CI run.
+
+    Before: the guard checked only that the parent was in progress at that attempt, and knew of
+    no coordinator workflow: it passed. After: with `coordinator-workflow: runner-check.yml` the
+    parent must be a run of that workflow.
+    """
+    clock = FakeClock()
+    world, sha = hand_world(clock)
+    run_id = hand_dispatch(world, sha, f"rqf-{OTHER_RUN}-1-1-0123abcd", OTHER_RUN)
+    clock.sleep(10)
+    code, log = cli_guard(world, clock, run_id, **{"coordinator-workflow": "runner-check.yml"})
+    assert code == 1, log
+    assert "a run of ci.yml" in log
+    assert "coordinator-workflow" in log
+    # The same child with the real coordinator as parent passes.
+    good = hand_dispatch(world, sha, f"rqf-{PARENT_RUN_ID}-1-1-0123abcd", PARENT_RUN_ID)
+    clock.sleep(10)
+    code, log = cli_guard(world, clock, good, **{"coordinator-workflow": "runner-check.yml"})
+    assert code == 0, log
+
+
+def show_parent(world: FakeGitHub, **fields: object) -> None:
+    """The parent run as GitHub might show it: another path, event or head repository."""
+
+    def rule(method: str, path: str, reply: Reply, _world: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method == "GET" and path.endswith(f"/runs/{PARENT_RUN_ID}") and isinstance(body, dict):
+            return with_json(reply, {**body, **fields})
+        return None
+
+    Tamper(world, [rule]).install()
+
+
+HAND_REQUEST = f"rqf-{PARENT_RUN_ID}-1-1-0123abcd"
+
+
+TRUSTED = {"coordinator-workflow": "runner-check.yml", "coordinator-ref": "refs/heads/main"}
+
+
+@pytest.mark.found_by("review", issue=26)
+@pytest.mark.parametrize(
+    ("fields", "why"),
+    [
+        pytest.param(
+            {"path": ".github/workflows/runner-check.yml@refs/heads/feature"},
+            "at refs/heads/feature (the @ref of its workflow path)",
+            id="from-a-branch",
+        ),
+        pytest.param(
+            {"head_branch": "feature"},
+            "at refs/heads/feature (the head branch of its workflow_dispatch run)",
+            id="dispatched-on-a-branch",
+        ),
+        pytest.param(
+            {
+                "event": "pull_request",
+                "head_repository": {"full_name": "mallory/octo-repo"},
+            },
+            "its code comes from 'mallory/octo-repo', not octo-org/octo-repo",
+            id="fork-pull-request-from-main",
+        ),
+    ],
+)
+def test_guard_refuses_a_parent_run_from_another_ref_with_coordinator_ref(
+    fields: dict[str, object], why: str
+):
+    """With `coordinator-ref: refs/heads/main`, the coordinator's file from any other ref fails.
+
+    Before: a run of `runner-check.yml` from any branch, or a fork's pull request from its own
+    `main`, passed as the parent.
+    """
+    clock = FakeClock()
+    world, sha = hand_world(clock)
+    show_parent(world, **fields)
+    run_id = hand_dispatch(world, sha, HAND_REQUEST, PARENT_RUN_ID)
+    clock.sleep(10)
+    code, log = cli_guard(world, clock, run_id, **TRUSTED)
+    assert code == 1, log
+    assert why in log
+    assert "coordinator-ref" in log
+
+
+@pytest.mark.found_by("review", issue=26)
+@pytest.mark.parametrize("ref", ["main", "refs/pull/1/merge", "refs/heads/a..b", "refs/heads/"])
+def test_a_coordinator_ref_that_is_no_branch_or_tag_ref_is_an_input_error(no_network, ref: str):
+    """Refused by name before any request (exit 2)."""
+    session, adapter = no_network
+    environ = {
+        "GITHUB_RUN_ID": "5",
+        "GITHUB_RUN_ATTEMPT": "1",
+        "GITHUB_REPOSITORY": "octo-org/octo-repo",
+        env_name("request-id"): HAND_REQUEST,
+        env_name("parent-run-id"): str(PARENT_RUN_ID),
+        env_name("parent-run-attempt"): "1",
+        env_name("source-ref"): SIM_SOURCE_REF,
+        env_name("source-sha"): "a" * 40,
+        env_name("coordinator-ref"): ref,
+        env_name("token"): fake_token("x"),
+    }
+    out = io.StringIO()
+    with capture_stdout(out):
+        code = cli.main(["guard"], environ, clock=FakeClock(), session=session)
+    assert code == 2
+    assert "coordinator-ref" in out.getvalue()
+    assert adapter.sent == []

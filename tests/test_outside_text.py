@@ -1,10 +1,13 @@
-"""Issue 26, item 4: every line the program prints, in every command and format, is escaped.
+"""Every line the program prints, in every command and format, is escaped (issue 26, item 4), and
+outside text never makes a link (issue 15).
 
 Each test feeds outside text (a value holding `::`, line breaks and `##[`, see `PLANT`) through
 every outside value one command prints: what GitHub answers (`tests.outside.plant_rule`), the
 inputs a dispatcher or a workflow gives, the files `lint` reads, the flags. It then reads the
 output as the runner does and asserts that no line is a workflow command the outside text made,
-and that no raw line break split a value (`SPLIT`'s tails stay on the line of its head).
+and that no raw line break split a value (`SPLIT`'s tails stay on the line of its head). The
+last ones plant a message, a URL or a request id where one line or one link is printed, and
+run the coordinator watched (`tests.scenario`, `watched=True`) or the guard through the CLI.
 """
 
 from __future__ import annotations
@@ -41,12 +44,18 @@ from tests.outside import (
     PLANTS,
     Rule,
     Tamper,
+    child_run_id,
     commands_from_outside,
     error_reply,
+    foreign_links,
+    json_body,
     plant_rule,
     watch_stdout,
+    with_json,
 )
+from tests.scenario import FOREVER, cancels, minute_queues
 from tests.stats_support import history_world, run_stats
+from tests.test_guard import cli_guard, hand_dispatch, hand_world
 
 if TYPE_CHECKING:
     import requests
@@ -442,3 +451,77 @@ def test_helpers_see_what_they_look_for():
         assert_no_outside_command(f"{MARKER}-head\nx ::{MARKER}::split-n")
     with pytest.raises(AssertionError, match="never reached"):
         assert_no_outside_command("nothing planted")
+
+
+# -- a message, a URL or a request id where one line or one link is printed ---------------------
+
+
+COMMAND_TEXT = f"boom\n::warning::{MARKER} %0A::error::{MARKER} ##[warning]{MARKER}"
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_error_message_with_command_syntax_is_not_a_command():
+    """GitHub's `message` (`\\n::warning`, `%0A`, `##[`) in a cancellation check's log line.
+
+    Before: "Cancellation check failed: ... 500: boom" was printed as is: the message started its
+    own line with `::warning::` and carried `##[warning]`. After: one escaped line.
+    """
+    fired: list[float] = []
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        if method == "GET" and child_run_id(path, world) and cancels(world) and len(fired) < 3:
+            fired.append(world.now())
+            return error_reply(500, COMMAND_TEXT)
+        return None
+
+    w = minute_queues(watched=True).pools(FOREVER, ())
+    w.tamper.rules.append(rule)
+    result = w.run()  # checks that no command came from outside text
+    assert len(fired) == 3
+    assert "Cancellation check failed" in result.log
+    assert MARKER in result.log
+    assert result.exit_code == 0, result.log
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_html_url_with_a_parenthesis_does_not_make_links_in_the_summary():
+    """The dispatch reply's `html_url` closed the Markdown link and added a link and an image.
+
+    Before: pasted raw into `[id](url)`. After: a URL off the server's https host is code.
+    """
+
+    def rule(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+        body = json_body(reply)
+        if method == "POST" and path.endswith("/dispatches") and isinstance(body, dict):
+            body["html_url"] += (
+                f") ![{MARKER}](https://evil.test/x.png) [{MARKER}](https://evil.test"
+            )
+            return with_json(reply, body)
+        return None
+
+    w = minute_queues(watched=True).pools((), ())
+    w.tamper.rules.append(rule)
+    result = w.run()
+    assert result.exit_code == 0, result.log
+    assert MARKER in result.summary
+    assert foreign_links(result.summary, w.world.server_url) == []
+    assert "](<https://github.test/" in result.summary  # the artifacts link of the real run
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_dispatcher_chosen_request_id_cannot_make_a_link_in_the_guard_summary(tmp_path):
+    """`escape_markdown` left `[text](url)` and `![](url)` working in the guard's summary."""
+    clock = FakeClock()
+    world, sha = hand_world(clock)
+    request_id = (
+        f"[{MARKER}](https://evil.test/x) ![i](https://evil.test/i.png) ##[warning]{MARKER}"
+    )
+    run_id = hand_dispatch(world, sha, request_id, PARENT_RUN_ID)
+    clock.sleep(10)
+    summary = tmp_path / "summary.md"
+    code, log = cli_guard(world, clock, run_id, summary=str(summary))
+    assert code == 1
+    text = summary.read_text()
+    assert MARKER in text
+    assert foreign_links(text, world.server_url) == []
+    assert commands_from_outside(log) == []

@@ -29,9 +29,10 @@ from runner_queue_fallback.core.errors import CancelRefused
 from runner_queue_fallback.fake_github import FakeGitHub, Platform, PoolSpec
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome
-from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry, load_catalogue
-from runner_queue_fallback.tools.simulate.steps import TOKEN, Simulated, simulate_entry
-from tests.invariants import check_invariants
+from runner_queue_fallback.tools.simulate.scenarios import CatalogueEntry
+from runner_queue_fallback.tools.simulate.steps import TOKEN
+from tests.scenario import CATALOGUE
+from tests.scenario import simulated as _simulated
 from tests.test_sim_support import (
     GROUP,
     PRIMARY,
@@ -46,7 +47,6 @@ from tests.test_sim_support import (
 if TYPE_CHECKING:
     import requests
 
-CATALOGUE = load_catalogue()
 #: Makes a client on a fake world, as the coordinator builds it.
 ClientOf = Callable[[FakeGitHub, FakeClock], GitHubClient]
 NOT_QUEUED = "Cannot cancel a workflow run that has not been queued yet."
@@ -64,13 +64,6 @@ def _posts(world: FakeGitHub, run_id: int) -> list[tuple[float, str, int | None]
         for e in world.ledger
         if e.method == "POST" and f"/actions/runs/{run_id}/" in e.path
     ]
-
-
-def _simulated(entry: CatalogueEntry) -> Simulated:
-    sim = simulate_entry(entry, main=cli.main)
-    for run in sim.runs:
-        check_invariants(sim.world, run, candidates=7)
-    return sim
 
 
 def _variant(name: str, pools: tuple[PoolSpec, ...]) -> CatalogueEntry:
@@ -320,18 +313,6 @@ def test_a_run_that_never_gets_its_job_ends_the_sequence_and_is_reported_unconfi
         "cancel",
         "force-cancel",
     ]
-
-
-def test_a_cancel_that_does_not_take_is_force_cancelled_at_half_window_then_proven():
-    sim = _simulated(CATALOGUE["unheeded-cancel"])
-    (run,) = sim.runs
-    first, second = sim.children(run)
-    posts = _posts(sim.world, first.run_id)
-    assert [(how, status) for _, how, status in posts] == [("cancel", 202), ("force-cancel", 202)]
-    assert posts[1][0] - posts[0][0] == timing.CANCEL_WINDOW_SECONDS / 2
-    assert first.conclusion == "cancelled"
-    assert first.allocated_at is None
-    assert second.conclusion == "success"
 
 
 @pytest.mark.parametrize("name", ["requeue-visible", "zombie-run", "unheeded-cancel"])

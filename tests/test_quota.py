@@ -10,6 +10,8 @@ import math
 import random
 import re
 
+import pytest
+
 from runner_queue_fallback import cli
 from runner_queue_fallback.action.sequence.admission import (
     CANDIDATE_COST_REQUESTS,
@@ -313,11 +315,15 @@ def test_the_post_step_reads_nothing_when_the_main_step_saw_its_child_end():
     assert len(with_post.world.ledger) == len(without_post.world.ledger)
 
 
+@pytest.mark.found_by("mutation", issue=35)
 def test_a_quota_known_spent_at_the_queue_deadline_is_waited_out_before_the_fresh_read():
     """The last poll's reply says 0 left: the fresh read and the cancel wait for the reset.
 
     Sending them inside the window would only be refused: the cancellation window would close
     with nothing proven. After the reset the child gets a whole window and the run falls back.
+    The deadline's line says the wait; the fresh read is announced after it (at the reset) and
+    is not paused again: the wait is said once (the mutation runner's test of this, on the same
+    world, merged here).
     """
     s = Scenario().pools(FOREVER, [], FOREVER)
     s.world.etags = "every-read"  # every poll counts: the poll at the deadline spends the last two
@@ -334,6 +340,14 @@ def test_a_quota_known_spent_at_the_queue_deadline_is_waited_out_before_the_fres
     assert (first.conclusion, second.conclusion) == ("cancelled", "success")
     [waited] = re.findall(r"; (-?\d+)s waited for a spent quota", result.log)
     assert RESET - deadline - 5 <= int(waited) <= RESET - deadline + 5
+    [(said_at, said)] = [
+        (t, line) for t, line in result.log_lines if line.startswith("Queue deadline reached")
+    ]
+    assert said_at == deadline
+    assert "the fresh read and the cancel wait 2986s" in said
+    [read_at] = [t for t, line in result.log_lines if "fresh read before cancelling" in line]
+    assert read_at == RESET + 1.0, "the fresh read comes after the wait, at the reset"
+    assert "pauses for" not in result.log, "the wait is said once, by the deadline's line"
 
 
 def test_admission_timeout_minutes_are_minutes_a_reset_beyond_them_fails_at_once():

@@ -9,6 +9,7 @@ judges it by what the fake GitHub saw.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping
 
 import pytest
@@ -22,6 +23,7 @@ from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import FOREVER, Scenario
+from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
 from tests.test_quota import RESET, coordinator_requests, refused, spend_all_at
 
 #: Dispatched at 0 s, first read at 15 s: the quota stops the startup window with this much left.
@@ -234,6 +236,129 @@ def test_a_child_not_yet_visible_at_the_reset_gets_what_was_left_of_its_startup_
     assert RESUMED + WINDOW_LEFT - timing.STARTUP_POLL_SECONDS <= closed <= RESUMED + WINDOW_LEFT
 
 
+@pytest.mark.found_by("fuzz")
+@pytest.mark.parametrize("guard", [True, False])
+def test_quota_spent_before_the_first_identity_read_cancels_no_started_workload(guard):
+    """Other workflows spent the quota 14 s after the dispatch, before the child's first read.
+
+    Before (issue 27): the startup window closed on the refused reads ("did not show its
+    identity and worker job within the 2-minute startup window; ... the API quota is spent
+    until its reset"), the coordinator failed, and its cleanup waited for the reset and
+    cancelled the worker, which had run for an hour: invariant 11, found by the fuzzers'
+    quota-in-every-phase draws. Fix: the window pauses for the reset and a fresh read decides.
+    """
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "2", "execution-timeout-minutes": "120"}),
+        pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+        timings=Timings(timeout_minutes=180.0),
+        workload=Workload(outcome="success", duration=5400.0),
+        quota_phase="startup",
+        quota_phase_delay=14.0,
+        guard=guard,
+    )
+    outcome = execute(case)
+    [kid] = children(outcome.world)
+    assert kid.workload_started_at is not None
+    assert kid.conclusion == "success"
+    assert kid.cancel_requests == []
+    assert outcome.run.exit_code == 0, outcome.run.log
+
+
+CPU16 = {"group": "nv-cpu-general", "labels": "linux-amd64-cpu16"}
+
+
+def _runners(*entries: dict[str, object]) -> str:
+    return json.dumps(list(entries))
+
+
+#: Quota spent by others during the startup window, every rate-limit header reading "nan".
+UNREADABLE_QUOTA_CASES = [
+    pytest.param(
+        Case(
+            inputs=base_inputs(
+                {
+                    "workflow-ref": "refs/heads/main",
+                    "queue-timeout-minutes": "1",
+                    "execution-timeout-minutes": "120",
+                    "runners": _runners(
+                        {**CPU16, "queue-timeout-minutes": 1},
+                        *(
+                            {**CPU16, "labels": f"linux-amd64-cpu{n}", "queue-timeout-minutes": 1}
+                            for n in (8, 32, 4)
+                        ),
+                        {**CPU16, "labels": "linux-amd64-cpu64"},
+                    ),
+                }
+            ),
+            pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+            timings=Timings(timeout_minutes=180.0),
+            workload=Workload(outcome="success", duration=5400.0),
+            guard=False,
+            odd_header="nan",
+            quota_spent_at=0.7,
+            quota_phase="startup",
+        ),
+        id="workload-of-90-minutes",
+    ),
+    pytest.param(
+        Case(
+            inputs=base_inputs(
+                {
+                    "workflow-ref": "refs/heads/main",
+                    "queue-timeout-minutes": "1",
+                    "execution-timeout-minutes": "1",
+                    "runners": _runners(
+                        {**CPU16, "queue-timeout-minutes": 1}, {**CPU16, "queue-timeout-minutes": 2}
+                    ),
+                }
+            ),
+            pools=(PoolPlan("nv-cpu-general", "linux-amd64-cpu16"),),
+            workload=Workload(outcome="success", duration=30.0),
+            faults=(
+                Fault(kind="timeout", start=0.0, end=30.0, count=1, retry_after=0),
+                Fault(kind="status", start=0.0, end=30.0, count=1, status=500, retry_after=0),
+                Fault(
+                    kind="status",
+                    path=r"/actions/runs/\d+$",
+                    start=15.2,
+                    count=2,
+                    status=500,
+                    retry_after=0,
+                ),
+            ),
+            guard=False,
+            odd_header="nan",
+            quota_spent_at=15.2,
+        ),
+        id="run-reads-failing-at-the-reset",
+    ),
+]
+
+
+@pytest.mark.found_by("fuzz")
+@pytest.mark.parametrize("case", UNREADABLE_QUOTA_CASES)
+def test_a_primary_limit_with_unreadable_headers_pauses_the_startup_window_for_the_known_reset(
+    case: Case,
+):
+    """Others spent the quota during the startup window; every rate-limit header read "nan".
+
+    Before: the 403s said "API rate limit exceeded" but not `remaining: 0`, so the client kept
+    the stale count from `GET /rate_limit` and never used the reset it knew: the window did not
+    pause, closed on refused reads, and the cleanup's back-off (60 s doubling, 3780 s in all,
+    exactly its window and reset budget) cancelled a worker that had started in the hour
+    (invariant 11), or ended with three reads of the child at one instant (the retry bound).
+    Fix: a primary refusal means no quota is left, whatever its headers say.
+    """
+    outcome = execute(case)
+    run = outcome.run
+    paused = [line for line in run.log.splitlines() if "the startup window of child" in line]
+    assert any("pauses for" in line for line in paused), run.log
+    [kid] = children(outcome.world)
+    assert kid.conclusion == "success"
+    assert kid.cancel_requests == []
+    assert run.exit_code == 0, run.log
+
+
 # -- a lost dispatch reply, and an older server's run looked for by name ---------------------------
 
 
@@ -405,3 +530,77 @@ def test_the_clients_own_quota_wait_during_execution_is_warned_of_too(monkeypatc
     result = s.run(post_step=False)
     assert "::warning title=Job ends during a quota wait::" in result.log
     assert f"child run {FIRST_CHILD}" in result.log
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_quota_wait_that_outlasts_the_jobs_end_by_minutes_is_warned_of(monkeypatch):
+    """The job ends at 3,400 s; the quota is spent at 300 s and resets at 3,600 s: the wait
+    begun then outlasts the job by about 4 minutes, and is warned of."""
+    end_job_after(monkeypatch, 3400.0)
+    s = Scenario().pools(FOREVER, [], [])
+    spend_all_at(s, 300.0)
+    result = s.run(post_step=False)
+    assert "::warning title=Job ends during a quota wait::" in result.log
+
+
+#: The quota spent at 5 s, the startup window's read at 15 s pauses for the reset: until 3,601 s.
+PAUSED_AT = timing.STARTUP_FIRST_CHECK_SECONDS
+
+
+def job_ending_at(
+    monkeypatch: pytest.MonkeyPatch, end: float, interrupt_at: float | None = None
+) -> SimulationRun:
+    """The job ends `end` s after the step starts; the quota is spent at 5 s with the child
+    queued (its runner comes at 100 s), so the startup window waits from 15 s to the reset."""
+    end_job_after(monkeypatch, end)
+    s = Scenario(timings=Timings(cancel_delay=3.0)).pools([(0.0, 100.0)], [], [])
+    spend_all_at(s, 5.0)
+    return s.run(post_step=False, interrupt_at=interrupt_at)
+
+
+def job_end_warnings(result: SimulationRun) -> list[tuple[float, str]]:
+    return [(t, line) for t, line in result.log_lines if "Job ends during a quota wait" in line]
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_quota_wait_that_ends_exactly_at_the_jobs_end_is_warned_of(monkeypatch):
+    """The wait taken at 15 s ends at 3,601 s: a job ending then is warned of (it ends during
+    the wait, not after it), a job ending a second later is not."""
+    [(_, warning)] = job_end_warnings(job_ending_at(monkeypatch, RESUMED))
+    wait = f"{RESUMED - PAUSED_AT:.0f}s"
+    assert f"({wait} from now), but this job reaches its end" in warning
+    assert f"in {wait}: the runner will cancel the job during the wait" in warning
+    assert job_end_warnings(job_ending_at(monkeypatch, RESUMED + 1.0)) == []
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_second_wait_for_a_reset_already_warned_of_is_not_warned_of_again(monkeypatch):
+    """The job ends at 3,597 s, during the wait for the reset warned of at 15 s: the runner's
+    SIGTERM then starts the cleanup, whose cancel waits the last 4 s for the same reset. One
+    warning, the first: the second wait is only logged."""
+    end = RESUMED - 4.0
+    result = job_ending_at(monkeypatch, end, interrupt_at=end)
+    assert [t for t, _ in job_end_warnings(result)] == [PAUSED_AT]
+    [waited_at] = [
+        t
+        for t, line in result.log_lines
+        if "waiting for its reset at 10:00:00Z (4s) before POST " in line
+    ]
+    assert waited_at == end, "the cleanup's cancel waited for the same reset"
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_quota_wait_with_a_lost_dispatch_in_flight_names_the_run_name_to_look_for(monkeypatch):
+    """The dispatch reply is lost and the quota is spent at 2 s, the job ends at 30 minutes:
+    the warning before the wait names the run-name, since no run id is known."""
+    end_job_after(monkeypatch, 1800.0)
+    lost = Fault(kind="lost_reply", method="POST", path=r"/dispatches$", count=1, status=502)
+    s = Scenario(faults=[lost]).pools(FOREVER, [], [])
+    spend_all_at(s, 2.0)
+    result = s.run(post_step=False)
+    [warning] = [line for line in result.log.splitlines() if "Job ends during a quota wait" in line]
+    request_id = re.search(r"rqf-[\w-]+", warning)
+    assert request_id is not None, warning
+    assert f"the child dispatched as {request_id[0]} (its reply was lost: look for run-name" in (
+        warning
+    )

@@ -18,14 +18,14 @@ import yaml
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.action.attempts import Attempt, Result
-from runner_queue_fallback.action.summary import timeline
+from runner_queue_fallback.action.summary import RUN_LINK_ONLY, WORKER_LINK, timeline
 from runner_queue_fallback.commands.flags import INPUT_HELP
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS, GUARD_INPUTS, env_name
 from runner_queue_fallback.core.profiles import Candidate
 from runner_queue_fallback.core.report import escape_mermaid
 from runner_queue_fallback.fake_github.faults import Fault
-from runner_queue_fallback.fake_github.model import Workload
+from runner_queue_fallback.fake_github.model import Timings, Workload
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.simulate.steps import (
     SOURCE_REF,
@@ -33,6 +33,10 @@ from runner_queue_fallback.tools.simulate.steps import (
     run_coordinator,
     standard_world,
 )
+from tests.invariants import children
+from tests.outside import Tamper
+from tests.scenario import Scenario, attempts, minute_queues
+from tests.test_execution import jobs_rule
 
 ROOT = Path(__file__).resolve().parent.parent
 GROUP = "nv-cpu-general"
@@ -126,6 +130,25 @@ def test_every_link_in_the_log_follows_a_separator(busy: tuple[tuple[tuple[float
     assert lines
     for line in lines:
         assert f" {EM_DASH} View worker job logs here" in line, line
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_waiting_round_and_cancellation_log_lines_show_both_states_and_the_runner():
+    """The spec's log lines: each waiting round and each cancellation check."""
+    w = minute_queues(watched=True).pools(FOREVER, ())
+    result = w.run()
+    kid = children(w.world)[0].run_id
+    assert (
+        f"Waiting round 1, candidate 1/2 (nv-cpu-general / linux-amd64-cpu16): child {kid} "
+        "run queued/-; job worker queued/-, runner none"
+    ) in result.log
+    assert f"child {kid} run {kid}" not in result.log  # the id is named once
+    assert "since dispatch," in result.log
+    assert "left to the queue deadline; next check in" in result.log
+    assert (
+        f"Cancellation check: run {kid} completed/cancelled; job worker completed/cancelled, "
+        "runner none, 0 step(s) started"
+    ) in result.log
 
 
 # -- 3. summary ---------------------------------------------------------------------------------
@@ -276,6 +299,42 @@ def test_attempts_counts_an_ambiguous_dispatch():
     result = world.run()
     assert result.exit_code == 1
     assert result.outputs["attempts"] == "1"
+
+
+@pytest.mark.found_by("mutation", issue=35)
+def test_a_job_without_a_link_of_its_own_is_linked_by_its_runs_url_and_job_id():
+    """GitHub's job schema allows a null `html_url`: the worker link is then built from the
+    run's URL and the job id, still a job link (not the run-only fallback)."""
+
+    def no_link(job):
+        return {**job, "html_url": None}
+
+    s = Scenario(workload=Workload(duration=120.0)).pools([], [], [])
+    Tamper(s.world, [jobs_rule(no_link)]).install()
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    [kid] = children(s.world)
+    job = s.world.runs[kid.run_id].job
+    assert job is not None
+    [entry] = attempts(result)
+    job_link = f"{entry['run-url']}/job/{job.id}"
+    assert f"{WORKER_LINK}: {job_link}" in result.log
+    assert job_link in result.summary
+    assert RUN_LINK_ONLY not in result.summary
+
+
+@pytest.mark.found_by("review", issue=15)
+def test_run_link_label_in_the_summary_when_no_job_was_seen():
+    """No job ever listed: the summary links the run, labelled as the fallback."""
+    w = minute_queues(watched=True, timings=Timings(jobs_delay=10_000.0)).pools((), ())
+    result = w.run()
+    assert result.exit_code == 1
+    assert "View worker job logs here \\(run link: the job link is not available" not in (
+        result.summary
+    )
+    assert (
+        "View worker job logs here (run link: the job link is not available; never had a runner)"
+    ) in result.summary
 
 
 # -- 4. CLI help --------------------------------------------------------------------------------
