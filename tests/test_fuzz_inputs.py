@@ -391,11 +391,19 @@ class InputSet:
         return {env_name(name): value for name, value in self.values.items()}
 
 
+#: Runner types, those for 3 to 8 GPUs (issue 42: no pools, `runners` always) one draw in six,
+#: as before they came: twelve of them would otherwise take most draws.
+RUNNER_TYPES = weighted(
+    (5, st.sampled_from(sorted(t for t, p in PROFILES.items() if p.pools))),
+    (1, st.sampled_from(sorted(t for t, p in PROFILES.items() if not p.pools))),
+).flatmap(lambda strategy: strategy)
+
+
 @st.composite
 def input_sets(draw: st.DrawFn) -> InputSet:
     """A valid input set with some inputs replaced, blanked or removed."""
     values = dict(VALID)
-    runner_type = draw(st.sampled_from(sorted(PROFILES)))
+    runner_type = draw(RUNNER_TYPES)
     values["runner-type"] = runner_type
     names = draw(st.sets(st.sampled_from(COORDINATOR_INPUTS), max_size=3))
     # `runners` is the richest input: fuzz it more often than the others; a runner type without
