@@ -107,17 +107,31 @@ def with_token(environ: Mapping[str, str], token_env: str | None) -> dict[str, s
 
     The one order every command that talks to GitHub reads the token in.
     """
+    return _with_secret(environ, token_env, "token", "--token-env", TOKEN_VARIABLES)
+
+
+def _with_secret(
+    environ: Mapping[str, str],
+    named: str | None,
+    name: str,
+    flag: str,
+    defaults: tuple[str, ...],
+) -> dict[str, str]:
+    """`environ` with the secret input `name` from the variable `flag` names, else `defaults`.
+
+    The first of `defaults` that is set wins; a named variable that is not set is an input error.
+    """
     found = dict(environ)
-    names = (token_env,) if token_env else TOKEN_VARIABLES
+    names = (named,) if named else defaults
     value = next((environ[n] for n in names if environ.get(n, "").strip()), None)
-    if token_env and value is None:
+    if named and value is None:
         problem = (
-            f"was to come from {token_env} (--token-env), which is not set or blank: export "
-            f"{token_env} first, or name the variable that holds the token"
+            f"was to come from {named} ({flag}), which is not set or blank: export {named} "
+            f"first, or name the variable that holds the {name}"
         )
-        raise InputErrors([InputError("token", problem)])
+        raise InputErrors([InputError(name, problem)])
     if value is not None:
-        found[TOKEN_VARIABLES[0]] = value  # INPUT_TOKEN, the runner's `token` input
+        found[defaults[0]] = value  # the runner's variable for the input, INPUT_<NAME>
     return found
 
 
@@ -135,15 +149,6 @@ def add_runners_token_env_flag(parser: argparse.ArgumentParser) -> None:
 
 def with_runners_token(environ: Mapping[str, str], token_env: str | None) -> dict[str, str]:
     """`environ` with the `runners-token` input from `--runners-token-env` when it names one."""
-    found = dict(environ)
-    if not token_env:
-        return found
-    value = environ.get(token_env, "")
-    if not value.strip():
-        problem = (
-            f"was to come from {token_env} (--runners-token-env), which is not set or blank: "
-            f"export {token_env} first, or name the variable that holds the runners token"
-        )
-        raise InputErrors([InputError("runners-token", problem)])
-    found[RUNNERS_TOKEN_VARIABLE] = value
-    return found
+    return _with_secret(
+        environ, token_env, "runners-token", "--runners-token-env", (RUNNERS_TOKEN_VARIABLE,)
+    )

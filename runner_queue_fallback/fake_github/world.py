@@ -17,7 +17,7 @@ spent. `etags="every-read"` gives every reply a new ETag, so that no conditional
 answered 304 (GitHub only implies that an unchanged resource keeps its ETag; this is the world
 where it does not).
 
-Long (650 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (649 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
