@@ -225,6 +225,7 @@ HELP_MODULES = {
     "runner_queue_fallback.core",
     "runner_queue_fallback.core.errors",
     "runner_queue_fallback.core.input_names",
+    "runner_queue_fallback.core.input_table",  # the names, read from the tables
     "runner_queue_fallback.core.report",
 }
 #: Libraries that take tens of milliseconds to import, and the profiles' TOML reader.

@@ -34,8 +34,7 @@ SHORT_QUEUE_MINUTES: Final = 2
 BROKER_DELAY_SECONDS: Final = 60.0
 REQUEUE_SECONDS: Final = 60.0
 
-# "Defaults allow 180 minutes of execution"
-DEFAULT_EXECUTION_MINUTES: Final = 180
+# "Defaults allow 180 minutes of execution": the default is in core/input_table.py
 EXECUTION_MINUTES_MAX: Final = 4320  # 3 days; a job on a self-hosted runner may run up to 5
 
 # GitHub ends a job on a GitHub-hosted runner after 6 hours: a coordinator there must fit in it.
@@ -81,8 +80,8 @@ PATIENT_RATE_LIMIT_WAITS: Final = 4
 # Admission before a dispatch: when the quota is short, the wait until the reset gets a random
 # extra of up to this much, so coordinators that waited together do not all wake together.
 ADMISSION_SPREAD_SECONDS: Final = 300.0
-# `admission-timeout-minutes`: the default total a sequence may wait for admission, and its bounds.
-DEFAULT_ADMISSION_MINUTES: Final = 60
+# `admission-timeout-minutes`: the most a sequence may wait for admission in all (its default is
+# in core/input_table.py).
 ADMISSION_MINUTES_MAX: Final = HOSTED_JOB_LIMIT_MINUTES
 
 # The post step may wait this long in all after a cancellation: GitHub ends a post step 5 minutes

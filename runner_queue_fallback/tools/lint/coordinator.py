@@ -16,6 +16,7 @@ import yaml
 from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.input_names import SECRET_INPUTS, closest
+from runner_queue_fallback.core.input_table import COORDINATOR
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
@@ -58,15 +59,7 @@ _POOL_INPUTS = (
 )
 # Stand-ins for values that are missing (reported by RQF201) or expressions (unknown until the
 # run), so that the action's own validation still checks every literal input.
-_STAND_INS = {
-    "workflow": "runner-worker.yml",
-    "workflow-ref": "main",
-    "source-ref": "refs/heads/main",
-    "source-sha": "0" * 40,
-    "source-policy": "current",
-    "workload": "{}",
-    "token": "stand-in",
-}
+_STAND_INS = {n: i.stand_in for n, i in COORDINATOR.items() if i.stand_in is not None}
 # Values a pull request's author controls.
 # Ref: https://securitylab.github.com/resources/github-actions-untrusted-input/
 _PR_CONTROLLED = re.compile(
