@@ -108,6 +108,7 @@ MAP_TESTS = (
     "tests/test_guard_runner.py",
     "tests/test_hosted.py",
     "tests/test_input_rules.py",
+    "tests/test_input_table.py",
     "tests/test_inputs.py",
     "tests/test_job_time.py",
     "tests/test_lint_model.py",
