@@ -53,8 +53,7 @@ class Subcommand(NamedTuple):
 
 _COMMANDS = "runner_queue_fallback.commands"
 
-#: The coordinator's inputs as the runner passes them (hyphens kept); a test compares them with
-#: `inputs.COORDINATOR_INPUTS` and `action.yml`.
+#: The coordinator's inputs as the runner passes them (hyphens kept), from the input tables.
 _COORDINATOR_ENV = tuple(f"INPUT_{name.upper()}" for name in COORDINATOR_INPUTS)
 _GUARD_ENV = tuple(f"INPUT_{name.upper()}" for name in GUARD_INPUTS)
 #: What the runner tells every step: the run, the API, and the files for outputs and summary.
