@@ -110,7 +110,7 @@ MAP_TESTS = (
     "tests/test_input_rules.py",
     "tests/test_inputs.py",
     "tests/test_job_time.py",
-    "tests/test_lint_model.py",
+    "tests/test_workflow_model.py",
     "tests/test_observe.py",
     "tests/test_older_server.py",
     "tests/test_outcome.py",

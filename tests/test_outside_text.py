@@ -30,7 +30,6 @@ from runner_queue_fallback.fake_github.history import Exponential, HistorySpec, 
 from runner_queue_fallback.fake_github.model import WORKER_TOKEN, FakeRun, Timings
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.tools.lint import model
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
@@ -39,6 +38,7 @@ from runner_queue_fallback.tools.simulate.steps import (
     run_coordinator,
     standard_world,
 )
+from runner_queue_fallback.workflow import model
 from tests.outside import (
     MARKER,
     PLANTS,

@@ -30,7 +30,7 @@ from runner_queue_fallback.core.inputs import (
 )
 from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(sys.executable).parent

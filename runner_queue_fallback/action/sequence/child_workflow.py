@@ -17,9 +17,8 @@ from runner_queue_fallback.core.errors import (
     NotFound,
     SequenceError,
 )
-from runner_queue_fallback.tools.lint.child import dispatch_inputs, lint_child
-from runner_queue_fallback.tools.lint.engine import check_dispatch_inputs
-from runner_queue_fallback.tools.lint.model import Finding, Report, parse_workflow
+from runner_queue_fallback.workflow.child import check_dispatch_inputs, dispatch_inputs, lint_child
+from runner_queue_fallback.workflow.model import Finding, Report, parse_workflow
 
 if TYPE_CHECKING:
     from runner_queue_fallback.action.sequence.context import Sequence

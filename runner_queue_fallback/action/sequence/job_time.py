@@ -33,8 +33,8 @@ from runner_queue_fallback.core.errors import (
     SequenceError,
 )
 from runner_queue_fallback.core.inputs import FULL_SHA
-from runner_queue_fallback.tools.lint.coordinator import find_coordinators
-from runner_queue_fallback.tools.lint.model import (
+from runner_queue_fallback.workflow.coordinator_steps import find_coordinators
+from runner_queue_fallback.workflow.model import (
     Node,
     Report,
     Workflow,
@@ -42,7 +42,7 @@ from runner_queue_fallback.tools.lint.model import (
     parse_workflow,
     whole_minutes,
 )
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 if TYPE_CHECKING:
     from runner_queue_fallback.action.attempts import Attempt

@@ -1,6 +1,6 @@
 """Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust.
 
-Long (702 lines) because one rule per function for the coordinator step, and the timeout rules that
+Long (642 lines) because one rule per function for the coordinator step, and the timeout rules that
 replay `plan`.
 """
 
@@ -9,11 +9,9 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import yaml
 
-from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.input_names import SECRET_INPUTS, closest
 from runner_queue_fallback.core.inputs import (
@@ -25,25 +23,24 @@ from runner_queue_fallback.core.inputs import (
     read_pool_settings,
 )
 from runner_queue_fallback.core.machine import parse_label
+from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.core.profiles import Profile
 from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
-from runner_queue_fallback.tools.lint.child import pin_warning
-from runner_queue_fallback.tools.lint.model import (
-    ActionRef,
+from runner_queue_fallback.workflow.child import pin_warning
+from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep, find_coordinators
+from runner_queue_fallback.workflow.model import (
     Node,
     Report,
-    Workflow,
     events_of,
     has_secret,
     is_checkout,
     is_expression,
     is_false,
-    parse_uses,
     permissions_of,
     whole_minutes,
 )
-from runner_queue_fallback.tools.lint.runners_value import note_runners_expressions, with_stand_ins
-from runner_queue_fallback.tools.plan import Plan, make_plan
+from runner_queue_fallback.workflow.plan import Plan, make_plan
+from runner_queue_fallback.workflow.runners_value import note_runners_expressions
 
 __all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
 
@@ -94,44 +91,6 @@ _RUN_REF_MEANS = {
 _HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class CoordinatorStep:
-    """A step that uses the coordinator action, with its job and its `with:` inputs."""
-
-    workflow: Workflow
-    job_id: str
-    job: Node
-    step: Node
-    ref: ActionRef
-    uses_line: int
-    inputs: Mapping[str, Node]
-
-    def text(self, name: str) -> str:
-        """The input's text, stripped ("" when absent)."""
-        node = self.inputs.get(name)
-        return (node.text or "").strip() if node is not None else ""
-
-    def literal(self, name: str) -> str | None:
-        """The input's value when set without an expression; None when absent, blank or dynamic."""
-        value = self.text(name)
-        return value if value and not is_expression(value) else None
-
-    def checkable(self, name: str) -> str | None:
-        """The value lint checks (None: it cannot be checked).
-
-        The literal, or `runners` with stand-ins for expressions inside its JSON strings (RQF221).
-        """
-        if name != "runners":
-            return self.literal(name)
-        value = self.text(name)
-        return with_stand_ins(value) if value else None
-
-    def line(self, name: str) -> int:
-        """The line of the input, or of the `uses:` when it is absent."""
-        node = self.inputs.get(name)
-        return node.line if node is not None else self.uses_line
-
-
 def _input_fix(name: str) -> str:
     """RQF211's fix: the input a typo meant, else every input."""
     near = closest(name, COORDINATOR_INPUTS)
@@ -154,25 +113,6 @@ def execution_minutes(step: CoordinatorStep, profiles: Mapping[str, Profile]) ->
         return read_pool_settings(environ, profiles).execution_timeout_minutes
     except InputErrors:
         return None
-
-
-def find_coordinators(workflow: Workflow) -> list[CoordinatorStep]:
-    """Every step of `workflow` that uses the coordinator action."""
-    found = []
-    for job_id, job in workflow.jobs():
-        steps = job.get("steps")
-        for step in steps.seq() if steps is not None else []:
-            uses = step.get("uses")
-            ref = parse_uses(uses.text if uses is not None else None)
-            if uses is None or ref is None or ref.kind != "coordinator":
-                continue
-            with_ = step.get("with")
-            inputs = {
-                name.replace("_", "-"): value
-                for name, value in (with_.items() if with_ is not None else ())
-            }
-            found.append(CoordinatorStep(workflow, job_id, job, step, ref, uses.line, inputs))
-    return found
 
 
 def lint_coordinator(

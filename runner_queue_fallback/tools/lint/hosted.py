@@ -16,9 +16,9 @@ from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.hosted import BILLED_NOTE
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import Candidate, Profile
-from runner_queue_fallback.tools.lint.child import find_guard
-from runner_queue_fallback.tools.lint.coordinator import CoordinatorStep
-from runner_queue_fallback.tools.lint.model import Node, Report, Workflow
+from runner_queue_fallback.workflow.child import find_guard
+from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep
+from runner_queue_fallback.workflow.model import Node, Report, Workflow
 
 __all__ = ["HOSTED_INPUTS", "hosted_candidates", "lint_hosted_child", "note_unchecked"]
 

@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from runner_queue_fallback.tools.lint.model import Report, is_expression
+from runner_queue_fallback.workflow.model import Report, is_expression
 
 __all__ = ["STAND_IN", "note_runners_expressions", "with_stand_ins"]
 

@@ -1,4 +1,4 @@
-"""What lint works on: the rule table, findings, YAML nodes with line numbers, and `uses` refs.
+"""A workflow as lint and the coordinator read it: rule table, findings, YAML nodes, `uses` refs.
 
 Long (480 lines) because the rule table (every rule's id, level and summary) is data read as one
 list.

@@ -1,7 +1,10 @@
 """Rules for the child workflow: one guarded, read-only `worker` job started only by dispatch.
 
-Long (499 lines) because one rule per function for the child workflow, each with its message and
-fix; the rule table is tools/lint/model.py's.
+`lint` reports them, and the coordinator checks its child file with them (and with the inputs it
+sends, RQF302) before its first dispatch.
+
+Long (542 lines) because one rule per function for the child workflow, each with its message and
+fix; the rule table is workflow/model.py's.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ from dataclasses import dataclass
 
 from runner_queue_fallback.core.inputs import CHILD_INPUTS as DISPATCHED
 from runner_queue_fallback.core.inputs import GUARD_INPUTS
-from runner_queue_fallback.tools.lint.model import (
+from runner_queue_fallback.workflow.model import (
     CHILD_INPUTS,
     ActionRef,
     Node,
@@ -497,3 +500,43 @@ def pin_warning(workflow: Workflow, ref: ActionRef, line: int, report: Report) -
         f"the {ref.kind} action is used at `{ref.ref}`, which can move under a running sequence",
         "pin both the coordinator and the guard to the same full commit SHA or release tag",
     )
+
+
+def check_dispatch_inputs(child: Workflow, trigger: Node, report: Report, *, sender: str) -> None:
+    """RQF302: the child declares the seven inputs the coordinator (`sender`) sends, no other."""
+    inputs = trigger.get("inputs")
+    declared = dict(inputs.items()) if inputs is not None else {}
+    missing = [name for name in CHILD_INPUTS if name not in declared]
+    if missing:
+        report.add(
+            child.path,
+            (inputs or trigger).line,
+            "RQF302",
+            f"the child does not declare {', '.join(f'`{n}`' for n in missing)}, which the "
+            f"coordinator ({sender}) sends; GitHub rejects the dispatch",
+            "declare each under `on.workflow_dispatch.inputs` with `required: true` and "
+            "`type: string`",
+        )
+    for name, node in declared.items():
+        if name in CHILD_INPUTS:
+            continue
+        fix = f"remove `{name}` and pass extra data in the `workload` JSON object"
+        if is_true(node.get("required")) and node.get("default") is None:
+            report.add(
+                child.path,
+                node.line,
+                "RQF302",
+                f"the child requires `{name}`, which the coordinator never sends; GitHub rejects "
+                "every dispatch",
+                fix,
+            )
+        else:
+            report.add(
+                child.path,
+                node.line,
+                "RQF302",
+                f"the child declares `{name}`, which the coordinator never sends; it always takes "
+                "its default (or is empty)",
+                fix,
+                level="warning",
+            )
