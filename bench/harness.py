@@ -44,6 +44,7 @@ from bench.baseline import OriginalCoordinator
 from bench.losses import CancelContext, StartedCancel, started_cancels
 from runner_queue_fallback import cli
 from runner_queue_fallback.action.coordinator import Coordinator, Result
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock, FakeClock
 from runner_queue_fallback.core.errors import Interrupted
 from runner_queue_fallback.core.inputs import (
@@ -53,7 +54,6 @@ from runner_queue_fallback.core.inputs import (
     read_run_context,
 )
 from runner_queue_fallback.core.profiles import Profile, load_profiles
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.fake_github import (
     ETagPolicy,
     FakeGitHub,

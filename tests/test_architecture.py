@@ -225,7 +225,7 @@ HELP_MODULES = {
     "runner_queue_fallback.core",
     "runner_queue_fallback.core.errors",
     "runner_queue_fallback.core.input_names",
-    "runner_queue_fallback.core.report",
+    "runner_queue_fallback.core.actions_io",
 }
 #: Libraries that take tens of milliseconds to import, and the profiles' TOML reader.
 HEAVY = {"pydantic", "requests", "urllib3", "tenacity", "yaml", "tomllib"}

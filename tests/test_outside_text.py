@@ -23,9 +23,9 @@ import pytest
 import yaml
 
 from runner_queue_fallback import cli
+from runner_queue_fallback.core.actions_io import escape_json
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import env_name
-from runner_queue_fallback.core.report import escape_json
 from runner_queue_fallback.fake_github.history import Exponential, HistorySpec, PoolHistory
 from runner_queue_fallback.fake_github.model import WORKER_TOKEN, FakeRun, Timings
 from runner_queue_fallback.fake_github.reply import Reply

@@ -6,6 +6,7 @@ import json
 
 from runner_queue_fallback.action.attempts import Attempt, Result, outcome_of
 from runner_queue_fallback.action.timeline import timeline
+from runner_queue_fallback.core.actions_io import Reporter, escape_markdown, markdown_link
 from runner_queue_fallback.core.api_versions import OLDER
 from runner_queue_fallback.core.hosted import BILLED_NOTE
 from runner_queue_fallback.core.outcome import (
@@ -17,7 +18,6 @@ from runner_queue_fallback.core.outcome import (
     title,
 )
 from runner_queue_fallback.core.profiles import Candidate
-from runner_queue_fallback.core.report import Reporter, escape_markdown, markdown_link
 
 __all__ = [
     "LINK_SEPARATOR",

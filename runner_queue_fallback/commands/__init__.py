@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.core.actions_io import Reporter
 
 if TYPE_CHECKING:
     import argparse

@@ -14,7 +14,7 @@ import io
 from pathlib import Path
 from typing import TextIO
 
-from runner_queue_fallback.core.report import Reporter, escape_log_line
+from runner_queue_fallback.core.actions_io import Reporter, escape_log_line
 from runner_queue_fallback.tools.lint.engine import LintResult, lint_directory, lint_files
 from runner_queue_fallback.workflow.model import RULES, Finding, Rule
 

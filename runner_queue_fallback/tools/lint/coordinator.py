@@ -13,6 +13,7 @@ from collections.abc import Mapping
 import yaml
 
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import COORDINATOR_OUTPUTS
 from runner_queue_fallback.core.input_names import SECRET_INPUTS, closest
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
@@ -25,12 +26,11 @@ from runner_queue_fallback.core.inputs import (
 from runner_queue_fallback.core.machine import parse_label
 from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.core.profiles import Profile
-from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
 from runner_queue_fallback.workflow.child import pin_warning
 from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep, find_coordinators
 from runner_queue_fallback.workflow.model import (
+    Findings,
     Node,
-    Report,
     events_of,
     has_secret,
     is_checkout,
@@ -116,7 +116,7 @@ def execution_minutes(step: CoordinatorStep, profiles: Mapping[str, Profile]) ->
 
 
 def lint_coordinator(
-    step: CoordinatorStep, report: Report, profiles: Mapping[str, Profile]
+    step: CoordinatorStep, report: Findings, profiles: Mapping[str, Profile]
 ) -> None:
     """Report every coordinator rule broken by `step`."""
     path = step.workflow.path
@@ -164,7 +164,7 @@ _OUTCOME_COMPARED = re.compile(
 )
 
 
-def _outputs(step: CoordinatorStep, report: Report) -> None:
+def _outputs(step: CoordinatorStep, report: Findings) -> None:
     """RQF219: what the job reads of the coordinator step exists: its outputs, its outcomes.
 
     An output the action does not set is empty, and `outcome` compared with a word it never takes
@@ -220,7 +220,7 @@ def _plannable(step: CoordinatorStep) -> bool:
 
 
 def _validate(
-    step: CoordinatorStep, report: Report, profiles: Mapping[str, Profile]
+    step: CoordinatorStep, report: Findings, profiles: Mapping[str, Profile]
 ) -> CoordinatorInputs | None:
     """Run the action's own input validation on the literal inputs; return them if all pass."""
     plannable = _plannable(step)
@@ -258,7 +258,7 @@ def _job_timeout_line(step: CoordinatorStep) -> int:
 
 
 def _timeout(
-    step: CoordinatorStep, inputs: CoordinatorInputs, hosted: str | None, report: Report
+    step: CoordinatorStep, inputs: CoordinatorInputs, hosted: str | None, report: Findings
 ) -> int:
     """RQF203: the job's timeout covers what `plan` computes; return that figure."""
     plan = make_plan(inputs.pools)
@@ -308,7 +308,7 @@ def _timeout(
     return need
 
 
-def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Report) -> None:
+def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Findings) -> None:
     """RQF203, a warning: the job's timeout also covers what a short API quota may add.
 
     Past the minimum, a wait for quota (admission, a reset) may leave the job too little: the
@@ -348,7 +348,7 @@ def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Report) -
     report.add(step.workflow.path, _job_timeout_line(step), "RQF203", message, fix, level="warning")
 
 
-def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: Findings) -> None:
     """RQF218: a queue deadline under 2 minutes is allowed, but GitHub may not be done by then.
 
     Reported at `queue-timeout-minutes` when that sets a short deadline, else at `runners`.
@@ -368,7 +368,7 @@ def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: R
     )
 
 
-def _other_os(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+def _other_os(step: CoordinatorStep, inputs: CoordinatorInputs, report: Findings) -> None:
     """RQF220: candidates on macOS or Windows, where only the untried composite guard can run."""
     for warning in make_plan(inputs.pools).os_warnings:
         report.add(
@@ -427,7 +427,7 @@ def _hosted_label(job: Node) -> str | None:
 
 
 def _hosted_timeout(
-    step: CoordinatorStep, hosted: str | None, need: int | None, report: Report
+    step: CoordinatorStep, hosted: str | None, need: int | None, report: Findings
 ) -> None:
     node = step.job.get("timeout-minutes")
     have = whole_minutes(node.text if node is not None else None)
@@ -445,7 +445,7 @@ def _hosted_timeout(
     )
 
 
-def _no_workload(step: CoordinatorStep, report: Report) -> None:
+def _no_workload(step: CoordinatorStep, report: Findings) -> None:
     """RQF212-RQF214: the coordinator job holds no pool runner and runs no workload code."""
     _runner(step, report)
     path = step.workflow.path
@@ -480,7 +480,7 @@ def _checks_out_source(step: Node) -> bool:
     return "".join(repository.split()).lower() in {"", "${{github.repository}}"}
 
 
-def _runner(step: CoordinatorStep, report: Report) -> None:
+def _runner(step: CoordinatorStep, report: Findings) -> None:
     labels, node = _runs_on(step.job)
     if node is None:
         return
@@ -514,7 +514,7 @@ def _runner(step: CoordinatorStep, report: Report) -> None:
         )
 
 
-def _permissions(step: CoordinatorStep, report: Report) -> None:
+def _permissions(step: CoordinatorStep, report: Findings) -> None:
     job_level = step.job.get("permissions")
     node = job_level if job_level is not None else step.workflow.root.get("permissions")
     value = permissions_of(node)
@@ -538,7 +538,7 @@ def _permissions(step: CoordinatorStep, report: Report) -> None:
         )
 
 
-def _trust(step: CoordinatorStep, report: Report) -> None:
+def _trust(step: CoordinatorStep, report: Findings) -> None:
     path = step.workflow.path
     policy = step.text("source-policy")
     if is_expression(policy):
@@ -573,7 +573,7 @@ def _trust(step: CoordinatorStep, report: Report) -> None:
             )
 
 
-def _pull_request(step: CoordinatorStep, report: Report) -> None:
+def _pull_request(step: CoordinatorStep, report: Findings) -> None:
     """RQF215 and RQF216: what a pull-request trigger must not be combined with."""
     events = {name for name, _ in events_of(step.workflow.root.get("on"))}
     triggers = [name for name in _PR_EVENTS if name in events]
@@ -607,7 +607,7 @@ def _pull_request(step: CoordinatorStep, report: Report) -> None:
         )
 
 
-def _concurrency(step: CoordinatorStep, report: Report) -> None:
+def _concurrency(step: CoordinatorStep, report: Findings) -> None:
     if step.literal("source-policy") != "pinned-after-start":
         return
     for owner in (step.workflow.root, step.job):
@@ -624,7 +624,7 @@ def _concurrency(step: CoordinatorStep, report: Report) -> None:
             )
 
 
-def _matrix(step: CoordinatorStep, report: Report) -> None:
+def _matrix(step: CoordinatorStep, report: Findings) -> None:
     strategy = step.job.get("strategy")
     if (
         strategy is None

@@ -24,8 +24,8 @@ from runner_queue_fallback.workflow.child import (
 from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep, find_coordinators
 from runner_queue_fallback.workflow.model import (
     Finding,
+    Findings,
     Node,
-    Report,
     Workflow,
     is_expression,
     load_workflow,
@@ -71,7 +71,7 @@ def lint_directory(directory: Path, *, profiles: Mapping[str, Profile] | None = 
 
 class _Linter:
     def __init__(self, profiles: Mapping[str, Profile] | None) -> None:
-        self.report = Report()
+        self.report = Findings()
         self.profiles = profiles if profiles is not None else load_profiles()
         self.coordinators: list[Path] = []
         self._loaded: dict[Path, Workflow | None] = {}
@@ -160,7 +160,7 @@ class _Linter:
         return self._child(path)
 
 
-def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | None) -> None:
+def _pair(step: CoordinatorStep, child: Workflow, report: Findings, budget: int | None) -> None:
     trigger = dispatch_inputs(child)
     if trigger is not None:
         check_dispatch_inputs(child, trigger, report, sender=step.workflow.path.name)
@@ -185,7 +185,7 @@ def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | 
 
 
 def _coordinator_workflow(
-    step: CoordinatorStep, child: Workflow, guard: Node, line: int, report: Report
+    step: CoordinatorStep, child: Workflow, guard: Node, line: int, report: Findings
 ) -> None:
     """RQF306: the guard names the coordinator's workflow, so no other run can be its parent."""
     name = step.workflow.path.name
@@ -215,7 +215,7 @@ def _coordinator_workflow(
 
 
 def _timeouts(
-    step: CoordinatorStep, child: Workflow, job: Node, report: Report, budget: int | None
+    step: CoordinatorStep, child: Workflow, job: Node, report: Findings, budget: int | None
 ) -> None:
     node = job.get("timeout-minutes")
     text = (node.text or "").strip() if node is not None else ""
