@@ -1,4 +1,4 @@
-"""Composition root: the only place that reads os.environ, builds a requests.Session or a SystemClock.
+"""Composition root: the only place that reads os.environ or builds the real clock and HTTP session.
 
 `main` parses the command line, builds the `Context` (the real environment, clock and HTTP session,
 unless a test or the simulator passes its own) and runs one subcommand. Every subcommand is one

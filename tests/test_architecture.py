@@ -59,6 +59,23 @@ def test_only_the_clock_touches_real_time(path: Path):
     assert not (_calls(path) & REAL_TIME), f"{path.name} reads or waits on real time"
 
 
+#: The modules that build a real clock: the composition root, for every subcommand; `simulate`,
+#: only to time its own run (its steps run on virtual time).
+REAL_CLOCK_BUILDERS = {"cli.py", "tools/simulate/run.py"}
+
+
+def _names(path: Path) -> set[str]:
+    return {node.id for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.Name)}
+
+
+def test_only_the_composition_root_reads_the_environment_and_builds_the_real_clock():
+    """docs/architecture.md: only `cli.py` reads os.environ; a SystemClock is used where it says."""
+    environ = {str(p.relative_to(PACKAGE)) for p in MODULES if ("os", "environ") in _calls(p)}
+    assert environ == {"cli.py"}
+    clocks = {str(p.relative_to(PACKAGE)) for p in MODULES if "SystemClock" in _names(p)}
+    assert clocks == REAL_CLOCK_BUILDERS
+
+
 @pytest.mark.parametrize(
     "path", sorted((PACKAGE / "fake_github").glob("*.py")), ids=lambda p: p.name
 )
