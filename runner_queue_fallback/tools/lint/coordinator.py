@@ -27,7 +27,7 @@ from runner_queue_fallback.core.machine import parse_label
 from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.core.profiles import Profile
 from runner_queue_fallback.workflow.child import pin_warning
-from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep, find_coordinators
+from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep
 from runner_queue_fallback.workflow.model import (
     Findings,
     Node,
@@ -42,7 +42,7 @@ from runner_queue_fallback.workflow.model import (
 from runner_queue_fallback.workflow.plan import Plan, make_plan
 from runner_queue_fallback.workflow.runners_value import note_runners_expressions
 
-__all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
+__all__ = ["execution_minutes", "lint_coordinator"]
 
 _REQUIRED = ("runner-type", "workflow", "workflow-ref", "source-ref", "source-sha")
 _POOL_INPUTS = (
