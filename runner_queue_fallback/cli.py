@@ -1,4 +1,4 @@
-"""Composition root: the only place that reads os.environ, builds a requests.Session or a SystemClock.
+"""Composition root: the only place that reads os.environ or builds the real clock and HTTP session.
 
 `main` parses the command line, builds the `Context` (the real environment, clock and HTTP session,
 unless a test or the simulator passes its own) and runs one subcommand. Every subcommand is one
@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from runner_queue_fallback import __version__
 from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
+from runner_queue_fallback.core.actions_io import Reporter, escape_log_line, escape_markdown
 from runner_queue_fallback.core.clock import SystemClock
 from runner_queue_fallback.core.errors import InputErrors, RQFError
 from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS, TOKEN_VARIABLES
-from runner_queue_fallback.core.report import Reporter, escape_log_line, escape_markdown
 
 if TYPE_CHECKING:
     import requests

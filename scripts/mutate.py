@@ -90,6 +90,7 @@ FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
 #: would only make the map slow to build. The inputs and plan tests read `timing`'s limits
 #: (deadlines, candidates, the hosted job limit); the stats tests read through the client's retries.
 MAP_TESTS = (
+    "tests/test_actions_io.py",
     "tests/test_api_contract.py",
     "tests/test_api_versions.py",
     "tests/test_bench.py",
@@ -111,7 +112,6 @@ MAP_TESTS = (
     "tests/test_input_table.py",
     "tests/test_inputs.py",
     "tests/test_job_time.py",
-    "tests/test_lint_model.py",
     "tests/test_observe.py",
     "tests/test_older_server.py",
     "tests/test_outcome.py",
@@ -124,7 +124,6 @@ MAP_TESTS = (
     "tests/test_queue.py",
     "tests/test_quota.py",
     "tests/test_quota_pauses.py",
-    "tests/test_report.py",
     "tests/test_request_id.py",
     "tests/test_retry.py",
     "tests/test_rules.py",
@@ -141,6 +140,7 @@ MAP_TESTS = (
     "tests/test_stats_survival.py",
     "tests/test_troubleshooting.py",
     "tests/test_user_facing.py",
+    "tests/test_workflow_model.py",
 )
 #: The test files left out of the map: they call no core function (lint, packaging, the
 #: simulator's own tests, the docs; measured with the map's profile hook), or they are the fuzz

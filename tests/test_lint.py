@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.action.outcome import OUTCOMES
-from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
+from runner_queue_fallback.core.actions_io import COORDINATOR_OUTPUTS
+from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.tools.lint import RULES, lint_directory, lint_files
-from runner_queue_fallback.tools.lint.model import Finding
+from runner_queue_fallback.workflow.model import Finding
 
 GOOD = Path(__file__).parent / "data" / "lint" / "good"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

@@ -37,6 +37,7 @@ from runner_queue_fallback.action.sequence import (
 )
 from runner_queue_fallback.action.sequence.context import Sequence
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import (
     Cancelled,
@@ -48,7 +49,6 @@ from runner_queue_fallback.core.errors import (
     UnexpectedError,
 )
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.core.request_id import RequestId, stated_time
 from runner_queue_fallback.github.client import GitHubClient
 

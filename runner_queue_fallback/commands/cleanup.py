@@ -15,11 +15,11 @@ from runner_queue_fallback.action.observe import Observation
 from runner_queue_fallback.action.summary import LINK_SEPARATOR, RUN_LINK_ONLY, WORKER_LINK
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import Reporter, escape_markdown
+from runner_queue_fallback.core.api_versions import API_VERSION_CHOICES, AUTO
 from runner_queue_fallback.core.errors import GitHubError, RQFError, UnexpectedError
 from runner_queue_fallback.core.inputs import env_name, read_run_context
-from runner_queue_fallback.core.report import Reporter, escape_markdown
 from runner_queue_fallback.github.retry import Patience
-from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO
 
 __all__ = ["run"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.errors import InputError, InputErrors
 from runner_queue_fallback.core.input_names import (
     RUNNERS_TOKEN_VARIABLE,
@@ -15,7 +16,6 @@ from runner_queue_fallback.core.input_names import (
     unknown_inputs,
 )
 from runner_queue_fallback.core.input_table import COORDINATOR
-from runner_queue_fallback.core.report import Reporter
 
 __all__ = ["INPUT_HELP", "add_input_flags", "input_flags"]
 

@@ -18,6 +18,7 @@ from typing import Literal, TypeVar, cast
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.api_versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
 from runner_queue_fallback.core.errors import InputError, InputErrors
 from runner_queue_fallback.core.hosted import hosted_candidate, hosted_problem
 from runner_queue_fallback.core.input_names import (
@@ -29,7 +30,6 @@ from runner_queue_fallback.core.input_names import (
 from runner_queue_fallback.core.input_table import COORDINATOR, GUARD, Input
 from runner_queue_fallback.core.overrides import parse_json, resolve_runners
 from runner_queue_fallback.core.profiles import Candidate, Profile
-from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
 
 __all__ = [
     "CHILD_INPUTS",

@@ -23,6 +23,7 @@ from runner_queue_fallback.action.sequence.child_workflow import (
     read_child,
     workflow_commit,
 )
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
     QuotaSpent,
@@ -32,7 +33,6 @@ from runner_queue_fallback.core.errors import (
     Unauthorized,
 )
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.runner_groups import RunnerReads
 

@@ -17,10 +17,10 @@ from runner_queue_fallback.action.observe import (
     job_mismatches,
 )
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import Cancelled, QuotaSpent, SequenceError
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
 

@@ -16,13 +16,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, TextIO
 
-from runner_queue_fallback.commands import Main
+from runner_queue_fallback.core.actions_io import escape_json, escape_log_line
 from runner_queue_fallback.core.clock import FakeClock, SystemClock
 from runner_queue_fallback.core.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.core.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.core.labels import canonical, label_names, same_labels
+from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.core.profiles import HOSTED_POOL, load_profiles
-from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.fake_github.model import Timings, Workload
 from runner_queue_fallback.fake_github.scenario import PoolSpec, Scenario
 from runner_queue_fallback.tools.simulate.output import as_json, label_text, render

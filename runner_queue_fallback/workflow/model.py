@@ -1,4 +1,4 @@
-"""What lint works on: the rule table, findings, YAML nodes with line numbers, and `uses` refs.
+"""A workflow as lint and the coordinator read it: rule table, findings, YAML nodes, `uses` refs.
 
 Long (480 lines) because the rule table (every rule's id, level and summary) is data read as one
 list.
@@ -22,9 +22,9 @@ __all__ = [
     "RULES",
     "ActionRef",
     "Finding",
+    "Findings",
     "Level",
     "Node",
-    "Report",
     "Rule",
     "Workflow",
     "events_of",
@@ -229,7 +229,7 @@ class Finding:
         )
 
 
-class Report:
+class Findings:
     """Collects findings once each (a child shared by two coordinators is reported once)."""
 
     def __init__(self) -> None:
@@ -325,7 +325,7 @@ class Workflow:
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_workflow(path: Path, report: Report) -> Workflow | None:
+def load_workflow(path: Path, report: Findings) -> Workflow | None:
     """Parse `path`, or report RQF000 and return None."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -335,7 +335,7 @@ def load_workflow(path: Path, report: Report) -> Workflow | None:
     return parse_workflow(path, text, report)
 
 
-def parse_workflow(path: Path, text: str, report: Report) -> Workflow | None:
+def parse_workflow(path: Path, text: str, report: Findings) -> Workflow | None:
     """Parse `text` (the file `path`, which is not read), or report RQF000 and return None."""
     try:
         root = yaml.compose(text, Loader=_LOADER)
