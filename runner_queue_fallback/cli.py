@@ -27,6 +27,7 @@ from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command,
 from runner_queue_fallback.core.actions_io import Reporter, escape_log_line, escape_markdown
 from runner_queue_fallback.core.clock import SystemClock
 from runner_queue_fallback.core.errors import InputErrors, RQFError
+from runner_queue_fallback.core.hand_off import STATE_ENV
 from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS, TOKEN_VARIABLES
 
 if TYPE_CHECKING:
@@ -61,21 +62,6 @@ _RUN_ENV = ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_
 _FILES_ENV = ("GITHUB_SERVER_URL", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 #: What tells the coordinator when its own job ends (its workflow file, the job's key, its runner).
 _JOB_ENV = ("GITHUB_WORKFLOW_REF", "GITHUB_WORKFLOW_SHA", "GITHUB_JOB", "RUNNER_NAME")
-#: The step state the main step saves for its post step (`STATE_<name>`).
-_STATE_ENV = (
-    "STATE_request-id",
-    "STATE_child-run-id",
-    "STATE_child-request-id",
-    "STATE_child-run-url",
-    "STATE_refused-request-id",
-    "STATE_dispatched-at",
-    "STATE_api-version",
-    "STATE_child-over",
-    "STATE_child-job-url",
-    "STATE_child-found-by-name",
-    "STATE_child-copies",
-)
-
 #: Every subcommand, in the order `--help` lists them.
 SUBCOMMANDS: dict[str, Subcommand] = {
     "plan": Subcommand(
@@ -99,7 +85,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "cleanup": Subcommand(
         f"{_COMMANDS}.cleanup",
         "cancel and confirm a child left running (the post step)",
-        reads=("INPUT_WORKFLOW", "INPUT_TOKEN", *_STATE_ENV, *_RUN_ENV, *_FILES_ENV),
+        reads=("INPUT_WORKFLOW", "INPUT_TOKEN", *STATE_ENV, *_RUN_ENV, *_FILES_ENV),
     ),
     "guard": Subcommand(
         f"{_COMMANDS}.guard",

@@ -82,8 +82,10 @@ CORE = (
     "action/guard.py",
     "action/parent.py",
     "action/cleanup.py",
+    "action/post_step.py",
     "github/retry.py",
     "core/timing.py",
+    "core/hand_off.py",
 )
 FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
 #: The tests that exercise the core (the map is built from these); the others (`UNMAPPED_TESTS`)
@@ -95,7 +97,6 @@ MAP_TESTS = (
     "tests/test_api_versions.py",
     "tests/test_bench.py",
     "tests/test_cancel_and_confirm.py",
-    "tests/test_cleanup.py",
     "tests/test_cli.py",
     "tests/test_cli_output.py",
     "tests/test_coordinator.py",
@@ -107,6 +108,7 @@ MAP_TESTS = (
     "tests/test_guard.py",
     "tests/test_guard_parent_ref.py",
     "tests/test_guard_runner.py",
+    "tests/test_hand_off.py",
     "tests/test_hosted.py",
     "tests/test_input_rules.py",
     "tests/test_input_table.py",
@@ -120,6 +122,7 @@ MAP_TESTS = (
     "tests/test_parent.py",
     "tests/test_plan.py",
     "tests/test_platform.py",
+    "tests/test_post_step.py",
     "tests/test_preflight.py",
     "tests/test_queue.py",
     "tests/test_quota.py",

@@ -89,9 +89,12 @@ def test_the_simulator_does_not_know_our_client(path: Path):
     }
 
 
-SEQUENCE = ["action/coordinator.py", "action/guard.py", "action/cleanup.py"] + [
-    str(p.relative_to(PACKAGE)) for p in sorted((PACKAGE / "action" / "sequence").glob("*.py"))
-]
+SEQUENCE = [
+    "action/coordinator.py",
+    "action/guard.py",
+    "action/cleanup.py",
+    "action/post_step.py",
+] + [str(p.relative_to(PACKAGE)) for p in sorted((PACKAGE / "action" / "sequence").glob("*.py"))]
 
 
 @pytest.mark.parametrize("name", SEQUENCE)
@@ -241,6 +244,7 @@ HELP_MODULES = {
     "runner_queue_fallback.commands.flags",  # `coordinate --help`: its one flag, --token-env
     "runner_queue_fallback.core",
     "runner_queue_fallback.core.errors",
+    "runner_queue_fallback.core.hand_off",  # `cleanup --help`: the state it reads
     "runner_queue_fallback.core.input_names",
     "runner_queue_fallback.core.input_table",  # the names, read from the tables
     "runner_queue_fallback.core.actions_io",
