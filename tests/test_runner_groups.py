@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 from urllib.parse import parse_qs
 
 import pytest
 
+from runner_queue_fallback import cli
 from runner_queue_fallback.action.runner_groups import restriction_admits
 from runner_queue_fallback.commands.flags import INPUT_HELP
+from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import env_name
-from runner_queue_fallback.fake_github.runner_groups import OrgRunners
+from runner_queue_fallback.fake_github.runner_groups import STAND_IN_TOKEN, OrgRunners
+from runner_queue_fallback.tools.simulate.steps import TOKEN
 from tests.test_preflight import World
 
 RUNNERS_TOKEN = "ghs_runnersreadonly0123456789abcdef"
@@ -371,3 +376,42 @@ def test_restriction_matching_is_exact_or_not_proven():
     assert admits(f"{REPO}/.github/workflows/{wf}@dev") is False
     assert admits(f"{REPO}/.github/workflows/{wf}@refs/tags/main", "refs/heads/main") is False
     assert admits(f"{REPO}/.github/workflows/*@main") is None
+
+
+# -- preflight --simulate SCENARIO: a catalogue world with runner groups ---------------------------
+
+
+def _cli(argv: list[str]) -> tuple[int, str]:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(argv, {}, clock=FakeClock())
+    return code, out.getvalue()
+
+
+def test_preflight_simulate_group_not_admitted_fails_with_the_entry_the_group_needs():
+    """The scenario's first group restricts workflows to another file: FAIL and the entry; the
+    fake's stand-in runners token reads it, and is shown nowhere but its mask."""
+    code, out = _cli(["preflight", "--simulate", "group-not-admitted"])
+    assert code == 1, out
+    line = _line(out, "runner group nv-cpu-restricted admits the child workflow")
+    assert line.startswith("FAIL"), out
+    assert "Fix: add the entry octo-org/octo-repo/.github/workflows/runner-worker.yml@main" in line
+    assert _line(out, "runner group nv-cpu-general admits the child workflow").startswith("pass")
+    assert out.count(STAND_IN_TOKEN) == 1, out  # the ::add-mask:: line
+    code, out = _cli(["preflight", "--simulate", "group-not-admitted", "--workflow-ref", "dev"])
+    assert "runner-worker.yml@dev" in _line(out, "runner group nv-cpu-restricted admits"), out
+
+
+def test_preflight_simulate_names_the_scenarios_when_one_is_unknown():
+    code, out = _cli(["preflight", "--simulate", "group-not-admited"])
+    assert code == 2, out
+    assert "unknown scenario 'group-not-admited'" in out, out
+    assert "group-not-admitted" in out.split("shows:")[1], out
+
+
+def test_a_scenario_without_runner_groups_sends_no_runners_token():
+    """`preflight --simulate fallback`: no organisation in the world, so no group check."""
+    code, out = _cli(["preflight", "--simulate", "fallback"])
+    assert code == 0, out
+    assert _runner_lines(out) == [], out
+    assert "add-mask" not in out.replace(f"::add-mask::{TOKEN}", ""), out

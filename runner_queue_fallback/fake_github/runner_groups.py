@@ -14,15 +14,29 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import ConfigDict
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from runner_queue_fallback.fake_github.render import Renderer
 
-__all__ = ["FakeRunner", "FakeRunnerGroup", "OrgRunners"]
+__all__ = [
+    "STAND_IN_TOKEN",
+    "FakeRunner",
+    "FakeRunnerGroup",
+    "GroupSpec",
+    "OrgRunners",
+    "RunnerGroupsSpec",
+]
 
 Visibility = Literal["all", "selected", "private"]
 _NEEDS = "Resource not accessible by integration"
+#: The runners token a scenario's organisation accepts (`preflight --simulate`): no real token.
+STAND_IN_TOKEN = "ghs_standinrunnerstoken0123456789abcdef"  # noqa: S105 (the fake's own, not a secret)
+_STRICT: ConfigDict = ConfigDict(extra="forbid")
 
 
 @dataclass
@@ -266,3 +280,56 @@ class _Repositories:
             "visibility": "private" if body["private"] else "public",
         }
         return body
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A scenario's runner group: its name and the settings `runner-groups-org` shows."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
+
+    name: str
+    visibility: Visibility = "all"
+    selected_repositories: tuple[str, ...] = ()
+    allows_public_repositories: bool = False
+    restricted_to_workflows: bool = False
+    selected_workflows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunnerGroupsSpec:
+    """A scenario's organisation: its groups and self-hosted-runner policy.
+
+    A pool's group not named in `groups` has the defaults; `STAND_IN_TOKEN` reads them all.
+    """
+
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
+
+    groups: tuple[GroupSpec, ...] = ()
+    private: bool = True
+    enabled_repositories: Literal["all", "selected", "none"] = "all"
+    policy_repositories: tuple[str, ...] = ()
+
+    def build(
+        self, repository: str, pools: Iterable[tuple[str, tuple[str, ...], int]]
+    ) -> OrgRunners:
+        """The organisation of `repository`: these groups, then each pool's runners.
+
+        `pools` are (group, labels, count); their runners are online and idle.
+        """
+        org = OrgRunners(
+            repository.split("/", 1)[0],
+            private=self.private,
+            enabled_repositories=self.enabled_repositories,
+            policy_repositories=self.policy_repositories,
+            readers={STAND_IN_TOKEN},
+        )
+        for group in self.groups:
+            settings = {k: v for k, v in vars(group).items() if k != "name"}
+            org.add_group(group.name, **settings)
+        for group_name, labels, count in pools:
+            if all(g.name != group_name for g in org.groups):
+                org.add_group(group_name)
+            for _ in range(count):
+                org.add_runner(group_name, labels)
+        return org

@@ -42,6 +42,7 @@ from runner_queue_fallback.tools.lint.model import (
     permissions_of,
     whole_minutes,
 )
+from runner_queue_fallback.tools.lint.runners_token import note_runners_token
 from runner_queue_fallback.tools.lint.runners_value import note_runners_expressions, with_stand_ins
 from runner_queue_fallback.tools.plan import Plan, make_plan
 
@@ -199,6 +200,7 @@ def lint_coordinator(
                 _input_fix(name),
             )
     note_runners_expressions(path, step.line("runners"), step.text("runners"), report)
+    note_runners_token(path, step.inputs.get("runners-token"), report)
     inputs = _validate(step, report, profiles)
     hosted = _hosted_label(step.job)
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
