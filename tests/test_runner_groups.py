@@ -5,16 +5,19 @@ from __future__ import annotations
 import contextlib
 import io
 import re
+from typing import Any, cast
 from urllib.parse import parse_qs
 
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.action.runner_groups import restriction_admits
+from runner_queue_fallback.action.workflow_restriction import restriction_admits
 from runner_queue_fallback.commands.flags import INPUT_HELP
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import env_name
 from runner_queue_fallback.fake_github.runner_groups import STAND_IN_TOKEN, OrgRunners
+from runner_queue_fallback.github.calls import Calls
+from runner_queue_fallback.github.runner_groups import RunnerReads
 from runner_queue_fallback.tools.simulate.steps import TOKEN
 from tests.test_preflight import World
 
@@ -267,6 +270,49 @@ def test_a_candidate_without_a_group_skips_a_group_that_does_not_admit_the_child
     world = _no_group_world(restricted_to_workflows=True, selected_workflows=(other,))
     _, out = world.preflight()
     assert _line(out, "runners with linux-amd64-cpu16 (no group)").startswith("not proven"), out
+
+
+@pytest.mark.parametrize(("allows_public", "verdict"), [(False, "not proven"), (True, "pass")])
+def test_a_token_that_cannot_see_the_repository_still_reads_its_organisations_groups(
+    allows_public, verdict
+):
+    """404 on the repository: its owner is the organisation read; whether it is public is
+    unknown, so a group closed to public repositories is not proven to grant it, never FAILed."""
+    world = _org_world(allows_public_repositories=allows_public)
+    org = world.github.org_runners
+    assert org is not None
+    org.repository_readers = set()
+    code, out = world.preflight()
+    assert code == 0, out
+    assert _line(out, "runner group nv-cpu-general: exists").startswith("pass"), out
+    line = _line(out, "runner group nv-cpu-general grants")
+    assert line.startswith(verdict), out
+    if verdict == "not proven":
+        assert "could not read whether the repository is private (404)" in line, out
+    assert _line(out, "self-hosted runner policy").startswith("pass"), out
+
+
+class _Pages:
+    """A `Calls` stand-in serving the policy's listing without `total_count`, 100 a page."""
+
+    def __init__(self, names: list[str]) -> None:
+        self.names, self.pages = names, 0
+
+    def get(self, path: str, params: dict[str, str], model: Any, deadline: None) -> Any:
+        del path, deadline
+        self.pages += 1
+        page, size = int(params["page"]), int(params["per_page"])
+        items = [{"full_name": n} for n in self.names[(page - 1) * size : page * size]]
+        return model.model_validate({"repositories": items})
+
+
+def test_a_listing_without_total_count_is_read_until_a_short_page():
+    """GitHub's description does not promise `total_count` on the policy's listing."""
+    names = [f"octo-org/repo-{n:03d}" for n in range(103)]
+    calls = _Pages(names)
+    reads = RunnerReads(cast("Calls", calls), REPO)
+    assert reads.policy_repositories("octo-org") == names
+    assert calls.pages == 2
 
 
 VERDICTS = ("pass", "FAIL", "not checked", "not proven")

@@ -11,11 +11,11 @@ or not proven. `preflight` prints them; the coordinator can call them before a d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from runner_queue_fallback.action.workflow_restriction import restriction_admits
 from runner_queue_fallback.core.errors import NotFound, PermissionDenied, RQFError, Unauthorized
 from runner_queue_fallback.core.labels import label_set
 from runner_queue_fallback.core.profiles import Candidate
@@ -27,7 +27,6 @@ __all__ = [
     "NEEDS_REPOSITORY_RUNNERS",
     "GroupCheck",
     "check_groups",
-    "restriction_admits",
 ]
 
 _TOKEN = "a read-only fine-grained or App runners-token"  # noqa: S105 (a description, no secret)
@@ -36,10 +35,6 @@ NEEDS_GROUPS = f'organisation "Self-hosted runners" (read) on {_TOKEN}'
 NEEDS_POLICY = f'organisation "Actions policies" (read) on {_TOKEN}'
 NEEDS_REPOSITORY_RUNNERS = f'repository "Administration" (read) on {_TOKEN}'
 POLICY = "self-hosted runner policy"
-_SHA = re.compile(r"[0-9a-f]{40}")
-_ENTRY = re.compile(
-    r"(?P<repo>[^/@*]+/[^/@*]+)/\.github/workflows/(?P<file>[^/@*]+)@(?P<ref>[^@*]+)"
-)
 _T = TypeVar("_T")
 
 
@@ -50,43 +45,6 @@ class GroupCheck:
     name: str
     verdict: str
     detail: str
-
-
-def _short(ref: str) -> str:
-    for prefix in ("refs/heads/", "refs/tags/", "heads/", "tags/"):
-        if ref.startswith(prefix):
-            return ref.removeprefix(prefix)
-    return ref
-
-
-def restriction_admits(
-    entries: Sequence[str], repository: str, workflow: str, workflow_ref: str, commit: str | None
-) -> bool | None:
-    """Whether a selected-workflows list admits the child: True, False, or None (not proven).
-
-    An entry `owner/repo/.github/workflows/<file>@<ref>` matches when the repository (case
-    ignored), the file and the ref (full or short) agree; a 40-hex SHA entry when it is the commit
-    `workflow-ref` resolves to. Any other form (a wildcard, unknown) leaves it not proven.
-    """
-    unknown = False
-    for entry in entries:
-        match = _ENTRY.fullmatch(entry.strip())
-        if match is None:
-            unknown = True
-            continue
-        if match["repo"].casefold() != repository.casefold() or match["file"] != workflow:
-            continue
-        ref = match["ref"]
-        if _SHA.fullmatch(ref):
-            if commit is None:
-                unknown = True
-            elif ref == commit:
-                return True
-            continue
-        full_given = workflow_ref.startswith("refs/") and ref.startswith("refs/")
-        if (ref == workflow_ref) if full_given else (_short(ref) == _short(workflow_ref)):
-            return True
-    return None if unknown else False
 
 
 def _why_not(exc: RQFError, needs: str) -> str:
@@ -177,12 +135,15 @@ def check_groups(
     target = _Target(repository, workflow, f".github/workflows/{workflow}", workflow_ref, commit)
     try:
         info = reads.repository()
+    except NotFound:  # a token may read the organisation's groups and not see the repository
+        info = None
     except RQFError as exc:
         refused = exc
         return _all_not_checked(pools, lambda needs: _why_not(refused, needs))
-    if info.owner.type != "Organization":
+    if info is not None and info.owner.type != "Organization":
         return _user_repository(reads, pools)
-    org = info.owner.login
+    org = repository.split("/", 1)[0] if info is None else info.owner.login
+    private = None if info is None else info.private
     checks = [_policy(reads, org, repository)]
     try:
         groups = reads.groups(org)
@@ -192,9 +153,9 @@ def check_groups(
     memo = _Reads(reads, org)
     for candidate in pools:
         if candidate.group:
-            checks += _candidate(memo, groups, candidate, target, private=info.private)
+            checks += _candidate(memo, groups, candidate, target, private=private)
         else:
-            checks.append(_no_group(memo, groups, candidate, target, private=info.private))
+            checks.append(_no_group(memo, groups, candidate, target, private=private))
     return checks
 
 
@@ -277,7 +238,7 @@ def _candidate(
     candidate: Candidate,
     target: _Target,
     *,
-    private: bool,
+    private: bool | None,
 ) -> list[GroupCheck]:
     name = _group_name(candidate)
     group = next((g for g in groups if g.name.casefold() == candidate.group.casefold()), None)
@@ -305,32 +266,47 @@ def _candidate(
     return checks
 
 
-def _grants(memo: _Reads, group: RunnerGroup, repository: str, *, private: bool) -> GroupCheck:
+_UNKNOWN_PRIVACY = "runners-token could not read whether the repository is private (404)"
+
+
+def _grants(
+    memo: _Reads, group: RunnerGroup, repository: str, *, private: bool | None
+) -> GroupCheck:
+    """`private` None: runners-token could not read the repository (404), so not its privacy."""
     name = f"runner group {group.name} grants {repository}"
-    if not private and not group.allows_public_repositories:
+    if not group.allows_public_repositories and private is not True:
+        if private is None:
+            detail = f"the group does not allow public repositories; {_UNKNOWN_PRIVACY}"
+            return GroupCheck(name, "not proven", detail)
         return GroupCheck(
             name,
             "FAIL",
             "the repository is public and the group does not allow public repositories. Fix: "
             "allow public repositories in the group's settings, or use another group",
         )
+    verdict, detail = _visibility(memo, group, repository, private=private)
+    return GroupCheck(name, verdict, detail)
+
+
+def _visibility(
+    memo: _Reads, group: RunnerGroup, repository: str, *, private: bool | None
+) -> tuple[str, str]:
+    """Whether the group's visibility (all, private, selected) grants the repository."""
     if group.visibility == "all":
-        return GroupCheck(name, "pass", "visibility all")
+        return "pass", "visibility all"
+    if group.visibility == "private" and private is None:
+        return "not proven", f"visibility private; {_UNKNOWN_PRIVACY}"
     if group.visibility == "private" and private:
-        return GroupCheck(name, "pass", "visibility private, and the repository is private")
+        return "pass", "visibility private, and the repository is private"
     if group.visibility == "selected":
         try:
             selected = memo.repositories(group)
         except RQFError as exc:
-            return GroupCheck(name, "not checked", _why_not(exc, NEEDS_GROUPS))
+            return "not checked", _why_not(exc, NEEDS_GROUPS)
         if any(r.casefold() == repository.casefold() for r in selected):
-            return GroupCheck(name, "pass", "among its selected repositories")
-    return GroupCheck(
-        name,
-        "FAIL",
-        f"visibility {group.visibility} does not grant it; a job waits in the queue forever. "
-        f"Fix: add {repository} to the group's repository access",
-    )
+            return "pass", "among its selected repositories"
+    fix = f"Fix: add {repository} to the group's repository access"
+    return "FAIL", f"visibility {group.visibility} does not grant it; a job waits forever. {fix}"
 
 
 def _admits(group: RunnerGroup, target: _Target) -> GroupCheck:
@@ -365,7 +341,7 @@ def _no_group(
     candidate: Candidate,
     target: _Target,
     *,
-    private: bool,
+    private: bool | None,
 ) -> GroupCheck:
     """A candidate without a group: the groups that grant the repository and admit the child."""
     name = _group_name(candidate)

@@ -77,6 +77,8 @@ class OrgRunners:
     policy_repositories: tuple[str, ...] = ()
     readers: set[str] = field(default_factory=set)
     expired: set[str] = field(default_factory=set)
+    #: Tokens that see the repository itself (`GET /repos/{owner}/{repo}`); None: every token.
+    repository_readers: set[str] | None = None
     #: Tokens with "Actions policies" (read), for the policy's endpoints; None: `readers`.
     policy_readers: set[str] | None = None
     #: False: a server release without the self-hosted-runner policy endpoints (GHES 3.17: 404).
@@ -112,15 +114,25 @@ class OrgRunners:
             return 401, {"message": "Bad credentials", "status": "401"}, 1
         kind, found = route
         repos = _Repositories(render, version, private=self.private, owner_type=self.owner_type)
+        if self._hidden(kind, token):
+            return 404, {"message": "Not Found", "status": "404"}, 1
         if kind == "repository":
             return 200, repos.full(render.repository), 1
-        absent = kind.startswith("policy") and not self.serves_policy
-        if absent or (kind != "repo-runners" and self.owner_type == "User"):
-            return 404, {"message": "Not Found", "status": "404"}, 1
         policy_readers = self.readers if self.policy_readers is None else self.policy_readers
         if token not in (policy_readers if kind.startswith("policy") else self.readers):
             return 403, {"message": _NEEDS, "status": "403"}, 1
         return self._answer(kind, found, params, repos)
+
+    def _hidden(self, kind: str, token: str) -> bool:
+        """Whether to answer 404: the repository hidden from the token, or an endpoint absent.
+
+        Absent: the policy's on a server without them; an organisation's for a user's repository.
+        """
+        if kind == "repository":
+            return self.repository_readers is not None and token not in self.repository_readers
+        if kind.startswith("policy") and not self.serves_policy:
+            return True
+        return kind != "repo-runners" and self.owner_type == "User"
 
     def _match(self, path: str, repository: str) -> tuple[str, dict[str, str]] | None:
         if path.lower() == f"/repos/{repository}".lower():

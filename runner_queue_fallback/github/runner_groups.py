@@ -81,17 +81,17 @@ class _Repo(_Reply):
 
 
 class _GroupPage(_Reply):
-    total_count: int
+    total_count: int | None = None  # a page without it ends the listing when it is short
     runner_groups: list[RunnerGroup]
 
 
 class _RunnerPage(_Reply):
-    total_count: int
+    total_count: int | None = None
     runners: list[Runner]
 
 
 class _RepoPage(_Reply):
-    total_count: int
+    total_count: int | None = None  # the policy's listing does not promise it
     repositories: list[_Repo]
 
 
@@ -152,7 +152,7 @@ class RunnerReads:
             pages.append(page)
             count = len(_items(page))
             seen += count
-            if count < _PER_PAGE or seen >= page.total_count:
+            if count < _PER_PAGE or (page.total_count is not None and seen >= page.total_count):
                 break
         return pages
 
