@@ -394,6 +394,20 @@ def test_the_runners_token_is_used_only_for_gets_and_never_reaches_the_child():
     assert all(RUNNERS_TOKEN not in repr(r.inputs) for r in world.github.runs.values())
 
 
+def test_the_coordinator_keeps_the_runners_token_out_of_state_outputs_summary_and_log():
+    """Given to the coordinator (part of its inputs), it is masked and saved nowhere; no request
+    carries it (the coordinator does not read runner groups yet)."""
+    world = _org_world()
+    sim = world.coordinate()
+    assert sim.exit_code == 0, sim.log
+    kept = [*sim.state.keys(), *sim.state.values(), *sim.outputs.values(), sim.summary]
+    assert all(RUNNERS_TOKEN not in text for text in kept)
+    for log in (sim.log, sim.post_log):
+        assert RUNNERS_TOKEN not in log.replace(f"::add-mask::{RUNNERS_TOKEN}", "")
+    assert world.github.client_number(RUNNERS_TOKEN) is None
+    assert f"::add-mask::{RUNNERS_TOKEN}" in sim.log
+
+
 def test_a_user_repository_reads_only_its_own_runners():
     """No organisation: only `GET /repos/{owner}/{repo}/actions/runners` after the repository."""
     world = _org_world()
