@@ -177,6 +177,11 @@ _RULES = (
         "notice",
         "coordinator: `runners` with expressions is checked with stand-ins, or said unchecked",
     ),
+    Rule(
+        "RQF222",
+        "notice",
+        "coordinator: `runners-token` comes from a secret or a step's output, not `GITHUB_TOKEN`",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
         "RQF302",

@@ -27,6 +27,7 @@ from runner_queue_fallback.core.inputs import (
 from runner_queue_fallback.core.machine import parse_label
 from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.core.profiles import Profile
+from runner_queue_fallback.tools.lint.runners_token import note_runners_token
 from runner_queue_fallback.workflow.child import pin_warning
 from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep
 from runner_queue_fallback.workflow.model import (
@@ -132,6 +133,7 @@ def lint_coordinator(
                 _input_fix(name),
             )
     note_runners_expressions(path, step.line("runners"), step.text("runners"), report)
+    note_runners_token(path, step.inputs.get("runners-token"), report)
     inputs = _validate(step, report, profiles)
     hosted = _hosted_label(step.job)
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
