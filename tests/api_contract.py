@@ -552,6 +552,21 @@ def _not_found(exchange: Exchange, finding: Finding) -> bool:
     )
 
 
+#: What GitHub says when it refuses a credential (an expired or revoked token, an App's JWT).
+_REFUSED_CREDENTIAL = re.compile(
+    rb'"message": "(Bad credentials|A JSON web token could not be decoded|'
+    rb"'(Expiration time|Issued at)' claim [^\"]*)\""
+)
+
+
+def _bad_credentials(exchange: Exchange, finding: Finding) -> bool:
+    return (
+        finding.part == "status"
+        and exchange.status == 401
+        and _REFUSED_CREDENTIAL.search(exchange.reply_body) is not None
+    )
+
+
 def _injected(exchange: Exchange, finding: Finding) -> bool:
     return exchange.fault is not None and finding.part in {"status", "reply"}
 
@@ -593,6 +608,12 @@ EXCEPTIONS: tuple[ProseFact, ...] = (
         "github-api.md 6, [TS]: a resource that does not exist (or is not visible yet, right "
         "after a dispatch) answers 404 on every endpoint",
         _not_found,
+    ),
+    ProseFact(
+        "bad-credentials-401",
+        "github-api.md 14 and [TS]: a token that expired (an installation token after an hour) "
+        "or an App JWT GitHub refuses answers 401 on every endpoint, with its message",
+        _bad_credentials,
     ),
     ProseFact(
         "injected-fault",

@@ -36,10 +36,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-
 from runner_queue_fallback.fake_github.model import fake_token
 from runner_queue_fallback.fake_github.render import Renderer
 
@@ -107,6 +103,9 @@ class AppKeys:
 
 def generate_app_keys() -> AppKeys:
     """A new 2048-bit RSA key pair, as GitHub makes one for an App."""
+    from cryptography.hazmat.primitives import serialization  # noqa: PLC0415 (only Apps need it)
+    from cryptography.hazmat.primitives.asymmetric import rsa  # noqa: PLC0415 (only Apps need it)
+
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     private = key.private_bytes(
         serialization.Encoding.PEM,
@@ -229,6 +228,8 @@ class FakeApps:
 
     def app_named(self, token: str) -> FakeApp | None:
         """The App a JWT's `iss` names (read without checking the signature), or None."""
+        import jwt  # noqa: PLC0415 (loaded only where Apps are: 0.1 s of imports)
+
         try:
             claims = jwt.decode(token, options={"verify_signature": False})
         except jwt.PyJWTError:
@@ -244,6 +245,8 @@ class FakeApps:
 
         `github_now`: GitHub's clock, in Unix seconds.
         """
+        import jwt  # noqa: PLC0415 (loaded only where Apps are: 0.1 s of imports)
+
         app = self.app_named(token)
         if app is None:
             return None, DECODE_FAILED
