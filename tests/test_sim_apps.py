@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 from functools import cache
+from typing import Any
 
 import jwt
 import pytest
 
 from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.fake_github import FakeGitHub, Reply
 from runner_queue_fallback.fake_github.apps import (
     BAD_CREDENTIALS,
     DECODE_FAILED,
@@ -21,6 +23,8 @@ from runner_queue_fallback.fake_github.apps import (
     PERMISSIONS_NOT_GRANTED,
     REPOS_NOT_ACCESSIBLE,
     AppKeys,
+    FakeApp,
+    FakeInstallation,
     generate_app_keys,
 )
 from tests.test_sim_support import API_VERSION, AUTH, REPO, child_inputs, make_world
@@ -40,18 +44,22 @@ def keys(which: str = "app") -> AppKeys:
     return _keys(which)
 
 
-def app_world(clock=None, *, quota=5000, **install):
+def app_world(
+    clock: FakeClock | None = None, *, quota: int = 5000, **install: Any
+) -> tuple[FakeGitHub, FakeApp, FakeInstallation]:
     world = make_world(clock or FakeClock())
     app = world.add_app(APP_ID, keys().public_pem)
     installation = world.install_app(app, quota=quota, **install)
     return world, app, installation
 
 
-def github_now(world) -> int:
+def github_now(world: FakeGitHub) -> int:
     return int((world.render.epoch + timedelta(seconds=world.now())).timestamp())
 
 
-def app_jwt(world, *, key="app", iss=APP_ID, iat=-60, exp=540) -> str:
+def app_jwt(
+    world: FakeGitHub, *, key: str = "app", iss: int | str = APP_ID, iat: int = -60, exp: int = 540
+) -> str:
     now = github_now(world)
     claims = {"iat": now + iat, "exp": now + exp, "iss": str(iss)}
     return jwt.encode(claims, keys(key).private_pem, algorithm="RS256")
@@ -61,13 +69,15 @@ def bearer(token: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", "X-GitHub-Api-Version": API_VERSION}
 
 
-def mint(world, installation_id, token=None, body=None):
+def mint(
+    world: FakeGitHub, installation_id: int, token: str | None = None, body: Any = None
+) -> Reply:
     path = f"/app/installations/{installation_id}/access_tokens"
     payload = b"" if body is None else json.dumps(body).encode()
     return world.handle("POST", path, bearer(token or app_jwt(world)), payload)
 
 
-def minted(world, installation, **body) -> str:
+def minted(world: FakeGitHub, installation: FakeInstallation, **body: Any) -> str:
     reply = mint(world, installation.id, body=body or None)
     assert reply.status == 201, reply.body
     token: str = reply.json()["token"]

@@ -455,15 +455,15 @@ class FakeGitHub(ActionsModel):
         if request.client is None:
             reply = self._reply(401, error("Requires authentication", 401), request)
             return reply, False, None, None
-        refused = self._refuse_credential(request)
-        if refused is not None:  # a refused credential costs no quota
-            return self._reply(*refused, request), False, None, None
         if request.version not in self.api_versions:  # every endpoint checks the version first
             free = request.method == "GET" and request.path == "/rate_limit"
             if not free:
                 self._count(request.bucket)
             message = f"API version '{request.version}' is not a supported version."
             return self._reply(400, error(message, 400), request), not free, None, None
+        refused = self._refuse_credential(request)
+        if refused is not None:  # a refused credential costs no quota
+            return self._reply(*refused, request), False, None, None
         if request.method == "GET" and request.path == "/rate_limit":
             return self._reply(200, self._rate_limit_body(request), request), False, None, None
         if request.bucket.spent(self.now()):

@@ -166,6 +166,7 @@ class AppJwt:
         self._clock = clock
         self._jwt: tuple[str, int] | None = None  # the JWT and its `exp`
         self._offset = timedelta(0)  # GitHub's clock minus ours, once a refusal taught it
+        self._refused_at: datetime | None = None  # our clock at the last 401, not yet learnt from
         #: GitHub's clock at its last reply (the App client's `server_date`), read after a 401.
         self.server_date: Callable[[], datetime | None] = lambda: None
 
@@ -175,18 +176,20 @@ class AppJwt:
 
     def token(self) -> str:
         """The current JWT, signed anew when less than `JWT_RENEW` seconds of it are left."""
+        said = self.server_date() if self._refused_at is not None else None
+        if said is not None and self._refused_at is not None:  # the refusal's own `Date`
+            self._offset = said - self._refused_at
+        self._refused_at = None
         now = self._clock.now() + self._offset
         if self._jwt is None or now.timestamp() >= self._jwt[1] - JWT_RENEW:
             self._jwt = self._credentials.sign(now)
         return self._jwt[0]
 
     def refused(self, token: str) -> None:
-        """A 401: the next JWT is signed anew, on GitHub's clock when its last reply said it."""
+        """A 401: the next JWT is signed anew, on GitHub's clock as the refusal's `Date` says it."""
         if self._jwt is not None and self._jwt[0] == token:
             self._jwt = None
-        said = self.server_date()
-        if said is not None:
-            self._offset = said - self._clock.now()
+            self._refused_at = self._clock.now()
 
 
 class AppTokenSource:
