@@ -127,11 +127,6 @@ class FakeApp:
     client_id: str
     public_pem: str
 
-    @property
-    def bot(self) -> str:
-        """The bot account that acts for it (`<slug>[bot]`)."""
-        return f"{self.slug}[bot]"
-
 
 @dataclass
 class FakeInstallation:
