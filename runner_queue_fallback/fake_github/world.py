@@ -20,8 +20,8 @@ answered 304 (GitHub only implies that an unchanged resource keeps its ETag; thi
 where it does not). GitHub Apps (`add_app`, `install_app`; `fake_github/apps.py`) mint
 installation tokens that expire after an hour of virtual time.
 
-Long (649 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
-model.
+Long (800 lines) because the REST surface of the fake (routing, ETags, quota buckets, credentials,
+faults) over one model.
 """
 
 from __future__ import annotations
