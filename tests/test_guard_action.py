@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE = ROOT / "guard" / "action.yml"
 DOCKER = ROOT / "guard" / "docker" / "action.yml"
 PREPARE = ROOT / "guard" / "prepare_venv.py"
-LOCK = ROOT / "requirements" / "runtime.txt"
+LOCK = ROOT / "requirements" / "guard.txt"  # the composite guard's lock
 EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}")
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 
