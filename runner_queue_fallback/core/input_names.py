@@ -46,7 +46,8 @@ SECRET_INPUTS = ("token", "runners-token")
 #: Where `preflight` finds `runners-token` unless `--runners-token-env` names a variable.
 RUNNERS_TOKEN_VARIABLE = "INPUT_RUNNERS-TOKEN"  # noqa: S105  # a variable name, not a secret
 #: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
-#: workflow file name(s) and ref, the API version and the token.
+#: workflow file name(s) and ref, how near a spent quota's reset it waits for, the API version and
+#: the token.
 GUARD_INPUTS = (
     "request-id",
     "parent-run-id",
@@ -55,6 +56,7 @@ GUARD_INPUTS = (
     "source-sha",
     "coordinator-workflow",
     "coordinator-ref",
+    "guard-quota-wait-minutes",
     "api-version",
     "token",
 )

@@ -44,6 +44,7 @@ __all__ = [
     "RunContext",
     "closest",
     "env_name",
+    "guard_quota_wait_minutes",
     "how_to_supply",
     "read_coordinator_inputs",
     "read_guard_inputs",
@@ -146,6 +147,8 @@ class GuardInputs(BaseModel):
     coordinator_ref: str = ""
     token: SecretStr
     api_version: ApiVersionSetting = AUTO
+    #: how near a spent quota's reset may be for the guard to wait for it (0: it never waits)
+    quota_wait_minutes: int = timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES
 
 
 class RunContext(BaseModel):
@@ -274,6 +277,16 @@ def _admission_minutes(name: str, raw: str) -> int:
     if value is None or value > timing.ADMISSION_MINUTES_MAX:
         seen = _signed_whole(raw) if value is None else value
         allowed = f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}"
+        raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
+    return value
+
+
+def guard_quota_wait_minutes(name: str, raw: str) -> int:
+    """`guard-quota-wait-minutes`: a whole number of minutes from 0 (never wait) to 60."""
+    value = whole_number(raw, 6)
+    if value is None or value > timing.GUARD_QUOTA_WAIT_MINUTES_MAX:
+        seen = _signed_whole(raw) if value is None else value
+        allowed = f"0 (fail closed at once) to {timing.GUARD_QUOTA_WAIT_MINUTES_MAX}"
         raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
     return value
 
@@ -577,6 +590,12 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     none: tuple[str, ...] = ()
     coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
     coordinator_ref = reader.get("coordinator-ref", _branch_or_tag_ref, "", required=False)
+    quota_wait = reader.get(
+        "guard-quota-wait-minutes",
+        guard_quota_wait_minutes,
+        timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES,
+        required=False,
+    )
     token = reader.get("token", _token, SecretStr(""), required=True)
     api_version = _read_api_version(reader)
     reader.done()
@@ -590,6 +609,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         coordinator_ref=coordinator_ref,
         token=token,
         api_version=api_version,
+        quota_wait_minutes=quota_wait,
     )
 
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.errors import InputError
 from runner_queue_fallback.core.inputs import CHILD_INPUTS as DISPATCHED
-from runner_queue_fallback.core.inputs import GUARD_INPUTS
+from runner_queue_fallback.core.inputs import GUARD_INPUTS, guard_quota_wait_minutes
 from runner_queue_fallback.tools.lint.model import (
     CHILD_INPUTS,
     ActionRef,
@@ -24,10 +26,24 @@ from runner_queue_fallback.tools.lint.model import (
     is_true,
     parse_uses,
     permissions_of,
+    whole_minutes,
     wired_to,
 )
 
-__all__ = ["Guard", "dispatch_inputs", "find_guard", "lint_child", "pin_warning", "worker_job"]
+__all__ = [
+    "QUOTA_WAIT",
+    "Guard",
+    "dispatch_inputs",
+    "find_guard",
+    "guard_longest_minutes",
+    "guard_quota_wait",
+    "lint_child",
+    "pin_warning",
+    "worker_job",
+]
+
+#: The guard input that bounds its wait for a spent quota's reset.
+QUOTA_WAIT = "guard-quota-wait-minutes"
 
 _JOB_KEYS_FORBIDDEN = {
     "strategy": (
@@ -326,6 +342,7 @@ def _steps(child: Workflow, job: Node, report: Report) -> None:
     else:
         _guard(child, guard, report)
         _container(child, job, guard, report)
+        _quota_wait_room(child, job, guard, report)
     for index, step in enumerate(steps):
         _continue_on_error(child, step, report, guard=guard is not None and index == guard.index)
         if is_checkout(step.text_of("uses")):
@@ -420,6 +437,65 @@ def _coordinator_ref(child: Workflow, values: dict[str, Node], report: Report) -
         "from any branch (one that changed the coordinator, too) passes as the parent",
         "set `coordinator-ref: refs/heads/main` (the protected branch the coordinator runs from) "
         "under the guard's `with:`, unless the coordinator runs on pull requests",
+    )
+
+
+def guard_quota_wait(guard: Node) -> tuple[int | None, Node | None]:
+    """The guard's `guard-quota-wait-minutes` (its default when not set) and the node that sets it.
+
+    None for an expression (not known before the run) or a value the guard refuses (RQF123).
+    """
+    with_ = guard.get("with")
+    node = with_.get(QUOTA_WAIT) if with_ is not None else None
+    if node is None:
+        return timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES, None
+    text = (node.text or "").strip()
+    if is_expression(text):
+        return None, node
+    try:
+        return guard_quota_wait_minutes(QUOTA_WAIT, text), node
+    except InputError:
+        return None, node
+
+
+def guard_longest_minutes(wait: int) -> float:
+    """The most a guard that waits takes before its workload starts: check, wait, every check."""
+    return wait + 2 * timing.GUARD_CHECK_MINUTES
+
+
+def _quota_wait_room(child: Workflow, job: Node, guard: Guard, report: Report) -> None:
+    """RQF123: the worker's `timeout-minutes` outlasts the guard's longest start (its wait in it)."""
+    wait, node = guard_quota_wait(guard.step)
+    if wait is None and node is not None and not is_expression((node.text or "").strip()):
+        try:
+            guard_quota_wait_minutes(QUOTA_WAIT, (node.text or "").strip())
+        except InputError as error:
+            report.add(
+                child.path,
+                node.line,
+                "RQF123",
+                f"the guard refuses every workload before its first request: {error}",
+                f"set `{QUOTA_WAIT}` to a whole number of minutes from 0 to "
+                f"{timing.GUARD_QUOTA_WAIT_MINUTES_MAX} (default "
+                f"{timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES}), or leave it out",
+                level="error",
+            )
+        return
+    timeout = job.get("timeout-minutes")
+    have = whole_minutes(timeout.text if timeout is not None else None)
+    if not wait or timeout is None or have is None or have > guard_longest_minutes(wait):
+        return
+    longest = guard_longest_minutes(wait)
+    report.add(
+        child.path,
+        timeout.line,
+        "RQF123",
+        f"the worker stops after {have} minutes, and a guard that meets a spent API quota may "
+        f"take {longest:g} before the workload starts (its 2-minute check, a wait of up to "
+        f"{wait} minutes for the quota's reset, `{QUOTA_WAIT}`, and every check again): the wait "
+        "counts against `timeout-minutes`, and leaves the workload no time",
+        f"raise `timeout-minutes` above {longest:g} by the workload's own time, or lower the "
+        f"guard's `{QUOTA_WAIT}` (0: it fails closed at once on a spent quota)",
     )
 
 

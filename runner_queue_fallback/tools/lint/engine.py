@@ -9,8 +9,11 @@ from pathlib import Path
 
 from runner_queue_fallback.core.profiles import Profile, load_profiles
 from runner_queue_fallback.tools.lint.child import (
+    QUOTA_WAIT,
     dispatch_inputs,
     find_guard,
+    guard_longest_minutes,
+    guard_quota_wait,
     lint_child,
     worker_job,
 )
@@ -186,7 +189,27 @@ def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | 
         )
     if guard is not None:
         _coordinator_workflow(step, child, guard.step, guard.uses_line, report)
+        _execution_room(step, guard.step, report, budget)
     _timeouts(step, child, job, report, budget)
+
+
+def _execution_room(step: CoordinatorStep, guard: Node, report: Report, budget: int | None) -> None:
+    """RQF308: the execution timeout (from the runner's allocation) outlasts the guard's start."""
+    wait, _ = guard_quota_wait(guard)
+    if not wait or budget is None or budget > guard_longest_minutes(wait):
+        return
+    longest = guard_longest_minutes(wait)
+    report.add(
+        step.workflow.path,
+        step.line("execution-timeout-minutes"),
+        "RQF308",
+        f"the coordinator allows {budget} minutes of execution from the runner's allocation, and "
+        f"the child's guard may take {longest:g} of them when it meets a spent API quota (a wait "
+        f"of up to {wait} minutes for the reset, `{QUOTA_WAIT}`, and its 2-minute check before "
+        "and after): the workload could be cancelled for the execution timeout before it starts",
+        f"raise `execution-timeout-minutes` above {longest:g} by the workload's own time, or "
+        f"lower the guard's `{QUOTA_WAIT}`",
+    )
 
 
 def _coordinator_workflow(

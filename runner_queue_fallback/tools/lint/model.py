@@ -103,6 +103,12 @@ _RULES = (
         "warning",
         "child: a `container:` worker uses guard/docker, or its image is marked `# rqf: python3.11+`",
     ),
+    Rule(
+        "RQF123",
+        "warning",
+        "child: the worker's `timeout-minutes` leaves room for the guard's quota wait (a bad "
+        "`guard-quota-wait-minutes` is an error)",
+    ),
     Rule("RQF200", "error", "coordinator: the file has a step that uses the coordinator action"),
     Rule(
         "RQF201",
@@ -205,6 +211,11 @@ _RULES = (
         "pair: with a GitHub-hosted candidate, billed and off the private network, the child's "
         "steps without an `if:` on the runner listed; guard first and execution <= 360 min "
         "(errors); not checked for expressions (notice)",
+    ),
+    Rule(
+        "RQF308",
+        "warning",
+        "pair: the coordinator's execution timeout leaves room for the child guard's quota wait",
     ),
 )
 #: Every rule, by id.
