@@ -105,6 +105,7 @@ MAP_TESTS = (
     "tests/test_github_client.py",
     "tests/test_guard.py",
     "tests/test_guard_parent_ref.py",
+    "tests/test_guard_quota_wait.py",
     "tests/test_guard_runner.py",
     "tests/test_hosted.py",
     "tests/test_input_rules.py",
