@@ -36,6 +36,7 @@ measurement read together.
 
 from __future__ import annotations
 
+import itertools
 import json
 import platform
 import re
@@ -66,7 +67,7 @@ __all__ = [
     "SweepSettings",
     "admission_waits",
     "guard_figures",
-    "held_past_a_reset",
+    "held_behind",
     "load_figures",
     "peak_points_per_minute",
     "quota_resets",
@@ -240,9 +241,8 @@ def guard_figures(trial: Trial) -> dict[str, Any]:
     `guards_waited`: guards that waited for a spent quota's reset, by their own notice or held:
     the fake runs one guard at a time, so a guard that starts while another waits for the reset
     is run after that one, past the reset (it would have met the spent quota and waited for the
-    same reset); a held guard is one whose first line comes after a reset that followed its
-    start. `guards_refused_quota_within_wait`: refusals for a spent quota whose reset, as the
-    fake's ledger has it (not as the guard said), came within the guard's
+    same reset). `guards_refused_quota_within_wait`: refusals for a spent quota whose reset, as
+    the fake's ledger has it (not as the guard said), came within the guard's
     `guard-quota-wait-minutes`.
     """
     logs = ["\n".join(line for _, line in g.lines) for g in trial.guard_logs]
@@ -252,9 +252,11 @@ def guard_figures(trial: Trial) -> dict[str, Any]:
     wait = timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES if trial.guard_wait is None else trial.guard_wait
     resets = quota_resets(trial.ledger)
     started = {h.run_id: h.started_at for h in trial.history}
+    waits = [_wait_of(g.lines) for g in trial.guard_logs]
+    spans = [span for span in waits if span is not None]
     waited = [
-        _GUARD_WAITS in log or held_past_a_reset(resets, started.get(g.run_id), g.lines)
-        for g, log in zip(trial.guard_logs, logs, strict=True)
+        span is not None or held_behind(spans, started.get(g.run_id), g.lines)
+        for g, span in zip(trial.guard_logs, waits, strict=True)
     ]
     near = [
         g
@@ -291,14 +293,24 @@ def quota_resets(ledger: Sequence[LedgerEntry]) -> list[float]:
     return ends
 
 
-def held_past_a_reset(
-    resets: Sequence[float], started: float | None, lines: Sequence[tuple[float, str]]
+def _wait_of(lines: Sequence[tuple[float, str]]) -> tuple[float, float] | None:
+    """When a guard's own wait for the reset began and ended (its notice, its next line)."""
+    for (at, line), after in itertools.pairwise(lines):
+        if _GUARD_WAITS in line:
+            return at, after[0]
+    return None
+
+
+def held_behind(
+    waits: Sequence[tuple[float, float]],
+    started: float | None,
+    lines: Sequence[tuple[float, str]],
 ) -> bool:
-    """Whether the guard, started at `started`, first printed after a quota reset that followed."""
+    """Whether a guard started during another's wait for the reset and first printed after it."""
     if started is None or not lines:
         return False
     first = lines[0][0]
-    return any(started < end <= first for end in resets)
+    return any(begun <= started < ended <= first for begun, ended in waits)
 
 
 def _reset_within(resets: Sequence[float], at: float, seconds: float) -> bool:

@@ -50,7 +50,7 @@ from bench.sweep import (
     SweepSettings,
     admission_waits,
     guard_figures,
-    held_past_a_reset,
+    held_behind,
     load_figures,
     peak_points_per_minute,
     quota_resets,
@@ -686,9 +686,11 @@ def test_quota_resets_follow_the_fakes_windows():
 
 def test_a_guard_held_behind_a_waiting_one_counts_as_waiting():
     # the fake runs one guard at a time: one that starts while another waits runs after it
-    assert held_past_a_reset([3600.0], 3400.0, [(3601.5, "Guard: ...")])
-    assert not held_past_a_reset([3600.0], 3400.0, [(3400.0, "Guard: ...")])
-    assert not held_past_a_reset([3600.0], None, [(3601.5, "Guard: ...")])
+    waiting = [(3300.0, 3601.0)]  # another guard's notice, and its next line
+    assert held_behind(waiting, 3400.0, [(3601.5, "Guard: ...")])
+    assert not held_behind(waiting, 3400.0, [(3400.0, "Guard: ...")])  # ran at its start
+    assert not held_behind(waiting, 3200.0, [(3601.5, "Guard: ...")])  # held by something else
+    assert not held_behind(waiting, None, [(3601.5, "Guard: ...")])
 
 
 def test_without_guards_the_child_passes_its_guard_step_sending_nothing():
