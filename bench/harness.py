@@ -46,6 +46,7 @@ from bench.baseline import OriginalCoordinator
 from bench.losses import CancelContext, StartedCancel, started_cancels
 from runner_queue_fallback import cli
 from runner_queue_fallback.action.coordinator import Coordinator, Result
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock, FakeClock
 from runner_queue_fallback.core.errors import Interrupted
 from runner_queue_fallback.core.inputs import (
@@ -56,7 +57,6 @@ from runner_queue_fallback.core.inputs import (
     read_run_context,
 )
 from runner_queue_fallback.core.profiles import Profile, load_profiles
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.fake_github import (
     ETagPolicy,
     FakeGitHub,
@@ -72,7 +72,6 @@ from runner_queue_fallback.fake_github.hooks import WorkerHook
 from runner_queue_fallback.fake_github.model import Workload
 from runner_queue_fallback.fake_github.world import API_VERSIONS, QUOTA_WINDOW
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.tools.plan import Plan, make_plan
 from runner_queue_fallback.tools.simulate.capture import GuardLog, capture_stdout, read_key_values
 from runner_queue_fallback.tools.simulate.own_job import coordinator_workflow
 from runner_queue_fallback.tools.simulate.steps import (
@@ -83,6 +82,7 @@ from runner_queue_fallback.tools.simulate.steps import (
     standard_world,
     with_defaults,
 )
+from runner_queue_fallback.workflow.plan import Plan, make_plan
 
 __all__ = [
     "FOREVER",

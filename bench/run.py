@@ -17,7 +17,7 @@ Four measurements, each for (a) ours, (b) ours in a world whose ETags change on 
 
 All API figures are virtual time on the fake GitHub; CPU and cold start are real time.
 The coordinators run in bench/harness.py (the baseline: bench/baseline.py), their figures are
-computed in bench/metrics.py, and the ratios, targets and printed table are in bench/report.py.
+computed in bench/metrics.py, and the ratios, targets and printed table are in bench/table.py.
 
 The settings and the coordinators each measurement runs are in bench/mix.py.
 """
@@ -42,7 +42,7 @@ from typing import Any
 from bench.harness import VARIANTS, Trial, Variant, simulate
 from bench.metrics import peak_window, precision, summarize_past_limit, usage
 from bench.mix import Settings, mix_specs, single_specs
-from bench.report import ratio, ratios, render, targets
+from bench.table import ratio, ratios, render, targets
 from runner_queue_fallback.fake_github.world import API_VERSIONS, OLDER_SERVER
 
 __all__ = ["Settings", "main", "run_bench"]

@@ -58,7 +58,7 @@ from bench.harness import (
 from bench.losses import REASONS
 from bench.metrics import peak_window, precision
 from bench.mix import Settings, mix_specs
-from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.input_table import GUARD
 from runner_queue_fallback.fake_github import ETagPolicy, LedgerEntry, SecondaryLimits
 from runner_queue_fallback.fake_github.world import QUOTA_WINDOW
 
@@ -79,6 +79,8 @@ __all__ = [
 
 DEFAULT_SWEEP_OUT = Path(__file__).resolve().parent / "results" / "sweep.json"
 ETAG_WORLDS: tuple[ETagPolicy, ...] = ("stable", "every-read")
+#: The guards' `guard-quota-wait-minutes` when the sweep sets none: the input's default.
+DEFAULT_GUARD_WAIT = int(GUARD["guard-quota-wait-minutes"].default or 0)
 POINTS_WINDOW = 60.0
 
 
@@ -249,7 +251,7 @@ def guard_figures(trial: Trial) -> dict[str, Any]:
     refused = [log for log in logs if _GUARD_REFUSED in log]
     entries = [e for e in trial.ledger if e.client is not None and e.client == trial.guard_client]
     totals = ledger_totals(entries)
-    wait = timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES if trial.guard_wait is None else trial.guard_wait
+    wait = DEFAULT_GUARD_WAIT if trial.guard_wait is None else trial.guard_wait
     resets = quota_resets(trial.ledger)
     started = {h.run_id: h.started_at for h in trial.history}
     waits = [_wait_of(g.lines) for g in trial.guard_logs]
@@ -470,7 +472,7 @@ def render_sweep(results: Mapping[str, Any]) -> str:
     guards = "no guard requests"
     if settings.get("guards"):
         wait = settings.get("guard_wait")
-        wait = timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES if wait is None else wait
+        wait = DEFAULT_GUARD_WAIT if wait is None else wait
         guards = f"real guards on the quota (guard-quota-wait-minutes {wait})"
     lines = [
         (

@@ -115,15 +115,15 @@ class Setting(NamedTuple):
 
 
 def _on_path() -> None:
-    """Put this action's own checkout on the path (-I leaves it off), for core/report.py."""
+    """Put this action's own checkout on the path (-I leaves it off), for core/actions_io.py."""
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
 
 
 def _escape(text: str) -> str:
-    """The program's one escaping path for a log line (core/report.py: standard library only)."""
+    """The program's one escaping path for a log line (core/actions_io.py: standard library only)."""
     _on_path()
-    from runner_queue_fallback.core.report import escape_log_line  # noqa: PLC0415  # see _on_path
+    from runner_queue_fallback.core.actions_io import escape_log_line  # noqa: PLC0415  # see _on_path
 
     return escape_log_line(text)
 
@@ -131,7 +131,7 @@ def _escape(text: str) -> str:
 def _escape_message(text: str) -> str:
     """The same path for the message of a workflow command."""
     _on_path()
-    from runner_queue_fallback.core.report import escape_data  # noqa: PLC0415  # see _on_path
+    from runner_queue_fallback.core.actions_io import escape_data  # noqa: PLC0415  # see _on_path
 
     return escape_data(text)
 

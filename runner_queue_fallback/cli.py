@@ -1,4 +1,4 @@
-"""Composition root: the only place that reads os.environ, builds a requests.Session or a SystemClock.
+"""Composition root: the only place that reads os.environ or builds the real clock and HTTP session.
 
 `main` parses the command line, builds the `Context` (the real environment, clock and HTTP session,
 unless a test or the simulator passes its own) and runs one subcommand. Every subcommand is one
@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TextIO
 
 from runner_queue_fallback import __version__
 from runner_queue_fallback.commands import EXIT_BAD_INPUT, EXIT_FAILED, Command, Context
+from runner_queue_fallback.core.actions_io import Reporter, escape_log_line, escape_markdown
 from runner_queue_fallback.core.clock import SystemClock
 from runner_queue_fallback.core.errors import InputErrors, RQFError
+from runner_queue_fallback.core.hand_off import STATE_ENV
 from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, GUARD_INPUTS, TOKEN_VARIABLES
-from runner_queue_fallback.core.report import Reporter, escape_log_line, escape_markdown
 
 if TYPE_CHECKING:
     import requests
@@ -53,8 +54,7 @@ class Subcommand(NamedTuple):
 
 _COMMANDS = "runner_queue_fallback.commands"
 
-#: The coordinator's inputs as the runner passes them (hyphens kept); a test compares them with
-#: `inputs.COORDINATOR_INPUTS` and `action.yml`.
+#: The coordinator's inputs as the runner passes them (hyphens kept), from the input tables.
 _COORDINATOR_ENV = tuple(f"INPUT_{name.upper()}" for name in COORDINATOR_INPUTS)
 _GUARD_ENV = tuple(f"INPUT_{name.upper()}" for name in GUARD_INPUTS)
 #: What the runner tells every step: the run, the API, and the files for outputs and summary.
@@ -62,21 +62,6 @@ _RUN_ENV = ("GITHUB_REPOSITORY", "GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_
 _FILES_ENV = ("GITHUB_SERVER_URL", "GITHUB_OUTPUT", "GITHUB_STATE", "GITHUB_STEP_SUMMARY")
 #: What tells the coordinator when its own job ends (its workflow file, the job's key, its runner).
 _JOB_ENV = ("GITHUB_WORKFLOW_REF", "GITHUB_WORKFLOW_SHA", "GITHUB_JOB", "RUNNER_NAME")
-#: The step state the main step saves for its post step (`STATE_<name>`).
-_STATE_ENV = (
-    "STATE_request-id",
-    "STATE_child-run-id",
-    "STATE_child-request-id",
-    "STATE_child-run-url",
-    "STATE_refused-request-id",
-    "STATE_dispatched-at",
-    "STATE_api-version",
-    "STATE_child-over",
-    "STATE_child-job-url",
-    "STATE_child-found-by-name",
-    "STATE_child-copies",
-)
-
 #: Every subcommand, in the order `--help` lists them.
 SUBCOMMANDS: dict[str, Subcommand] = {
     "plan": Subcommand(
@@ -100,7 +85,7 @@ SUBCOMMANDS: dict[str, Subcommand] = {
     "cleanup": Subcommand(
         f"{_COMMANDS}.cleanup",
         "cancel and confirm a child left running (the post step)",
-        reads=("INPUT_WORKFLOW", "INPUT_TOKEN", *_STATE_ENV, *_RUN_ENV, *_FILES_ENV),
+        reads=("INPUT_WORKFLOW", "INPUT_TOKEN", *STATE_ENV, *_RUN_ENV, *_FILES_ENV),
     ),
     "guard": Subcommand(
         f"{_COMMANDS}.guard",

@@ -12,7 +12,9 @@ against its pinned SHA-256. Four views are written, each with its provenance:
   description the package ships.
 
 Only the operations the client sends (`OPERATIONS`) and the components they reference are kept
-(`$ref`s stay, with their components); `examples` are dropped. The contract tests
+(`$ref`s stay, with their components); `examples` are dropped. A GHES release without one of
+the `NEWER_OPERATIONS` (the self-hosted-runner policy's: GHES 3.17 lacks them) gets a view
+without it. The contract tests
 (tests/test_api_contract.py) validate every request and reply of the simulations against them.
 
     python3 scripts/api_description.py             fetch, subset, write
@@ -56,6 +58,23 @@ OPERATIONS = (
     ("get", "/repos/{owner}/{repo}/compare/{basehead}"),
     ("get", "/repos/{owner}/{repo}/contents/{path}"),
     ("get", "/rate_limit"),
+    # With `runners-token` only (github-api.md 13): the repository's owner, the runner groups,
+    # their repositories and runners, the self-hosted-runner policy, the repository's runners.
+    ("get", "/repos/{owner}/{repo}"),
+    ("get", "/orgs/{org}/actions/runner-groups"),
+    ("get", "/orgs/{org}/actions/runner-groups/{runner_group_id}/repositories"),
+    ("get", "/orgs/{org}/actions/runner-groups/{runner_group_id}/runners"),
+    ("get", "/orgs/{org}/actions/permissions/self-hosted-runners"),
+    ("get", "/orgs/{org}/actions/permissions/self-hosted-runners/repositories"),
+    ("get", "/repos/{owner}/{repo}/actions/runners"),
+)
+#: Operations an older GitHub Enterprise Server release may lack (the client reads a 404 from
+#: them as "not checked"): absent from a GHES view, they are left out of it, not an error.
+NEWER_OPERATIONS = frozenset(
+    {
+        ("get", "/orgs/{org}/actions/permissions/self-hosted-runners"),
+        ("get", "/orgs/{org}/actions/permissions/self-hosted-runners/repositories"),
+    }
 )
 
 Json = Any
@@ -221,11 +240,16 @@ def _refs(node: Json) -> Iterator[str]:
             yield from _refs(value)
 
 
-def subset(document: Json) -> Json:
-    """The operations of `OPERATIONS` with every component they reference, nothing else."""
+def subset(document: Json, *, older_server: bool = False) -> Json:
+    """The operations of `OPERATIONS` with every component they reference, nothing else.
+
+    On an `older_server`, the `NEWER_OPERATIONS` its description lacks are left out.
+    """
     paths: dict[str, dict[str, Json]] = {}
     for method, template in OPERATIONS:
         item = document["paths"].get(template, {})
+        if method not in item and older_server and (method, template) in NEWER_OPERATIONS:
+            continue
         if method not in item:
             raise SystemExit(f"{method.upper()} {template} is not in the description")
         paths.setdefault(template, {})[method] = _strip(item[method])
@@ -282,7 +306,7 @@ def build_views(tarball: Path) -> dict[str, Json]:
             applied = apply_breaking_changes(document, BREAKING_VERSION)
         else:
             drop_breaking_changes(document)
-        view = subset(document)
+        view = subset(document, older_server=member.startswith("generated/ghes-"))
         view["x-provenance"] = {
             "package": PACKAGE,
             "version": VERSION,

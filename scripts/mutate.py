@@ -82,19 +82,21 @@ CORE = (
     "action/guard.py",
     "action/parent.py",
     "action/cleanup.py",
+    "action/post_step.py",
     "github/retry.py",
     "core/timing.py",
+    "core/hand_off.py",
 )
 FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
 #: The tests that exercise the core (the map is built from these); the others (`UNMAPPED_TESTS`)
 #: would only make the map slow to build. The inputs and plan tests read `timing`'s limits
 #: (deadlines, candidates, the hosted job limit); the stats tests read through the client's retries.
 MAP_TESTS = (
+    "tests/test_actions_io.py",
     "tests/test_api_contract.py",
     "tests/test_api_versions.py",
     "tests/test_bench.py",
     "tests/test_cancel_and_confirm.py",
-    "tests/test_cleanup.py",
     "tests/test_cli.py",
     "tests/test_cli_output.py",
     "tests/test_coordinator.py",
@@ -107,11 +109,12 @@ MAP_TESTS = (
     "tests/test_guard_parent_ref.py",
     "tests/test_guard_quota_wait.py",
     "tests/test_guard_runner.py",
+    "tests/test_hand_off.py",
     "tests/test_hosted.py",
     "tests/test_input_rules.py",
+    "tests/test_input_table.py",
     "tests/test_inputs.py",
     "tests/test_job_time.py",
-    "tests/test_lint_model.py",
     "tests/test_observe.py",
     "tests/test_older_server.py",
     "tests/test_outcome.py",
@@ -120,11 +123,11 @@ MAP_TESTS = (
     "tests/test_parent.py",
     "tests/test_plan.py",
     "tests/test_platform.py",
+    "tests/test_post_step.py",
     "tests/test_preflight.py",
     "tests/test_queue.py",
     "tests/test_quota.py",
     "tests/test_quota_pauses.py",
-    "tests/test_report.py",
     "tests/test_request_id.py",
     "tests/test_retry.py",
     "tests/test_rules.py",
@@ -141,6 +144,7 @@ MAP_TESTS = (
     "tests/test_stats_survival.py",
     "tests/test_troubleshooting.py",
     "tests/test_user_facing.py",
+    "tests/test_workflow_model.py",
 )
 #: The test files left out of the map: they call no core function (lint, packaging, the
 #: simulator's own tests, the docs; measured with the map's profile hook), or they are the fuzz

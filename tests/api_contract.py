@@ -552,6 +552,32 @@ def _not_found(exchange: Exchange, finding: Finding) -> bool:
     )
 
 
+def _token_refused(exchange: Exchange, finding: Finding) -> bool:
+    """A token without the permission (403) or expired (401), on an endpoint that omits them."""
+    refused = (exchange.status, _message(exchange)) in {
+        (401, "Bad credentials"),
+        (403, "Resource not accessible by integration"),
+    }
+    return refused and finding.part == "status"
+
+
+def _not_on_this_release(exchange: Exchange, finding: Finding) -> bool:
+    """An endpoint newer than this GHES release: it matches no operation of this release's view,
+    one of another release's, and was answered 404."""
+    found = exchange.status == 404 and _message(exchange) == "Not Found"
+    if finding.part != "path" or exchange.server != "ghes" or not found:
+        return False
+    return any(load_view(name).find(exchange.method, exchange.path) for name in ghes_views())
+
+
+def _message(exchange: Exchange) -> str | None:
+    try:
+        body = json.loads(exchange.reply_body)
+    except ValueError:
+        return None
+    return body.get("message") if isinstance(body, dict) else None
+
+
 def _injected(exchange: Exchange, finding: Finding) -> bool:
     return exchange.fault is not None and finding.part in {"status", "reply"}
 
@@ -593,6 +619,20 @@ EXCEPTIONS: tuple[ProseFact, ...] = (
         "github-api.md 6, [TS]: a resource that does not exist (or is not visible yet, right "
         "after a dispatch) answers 404 on every endpoint",
         _not_found,
+    ),
+    ProseFact(
+        "token-refused-401-403",
+        "github-api.md 13 and 14, [TS]: a token without the permission answers 403 `Resource not "
+        "accessible by integration`, an expired or invalid one 401 `Bad credentials`, on every "
+        "endpoint (the runner-group reads list only 200)",
+        _token_refused,
+    ),
+    ProseFact(
+        "not-on-this-release-404",
+        "the descriptions themselves: ghes-3.17 has no `/orgs/{org}/actions/permissions/"
+        "self-hosted-runners` (ghes-3.19 has it); a release without an endpoint answers 404 "
+        "(github-api.md 13, [TS])",
+        _not_on_this_release,
     ),
     ProseFact(
         "injected-fault",

@@ -9,10 +9,10 @@ import re
 from dataclasses import dataclass, field
 
 from bench.losses import CancelContext, StartedCancel, started_cancels, warned_of_job_end
-from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import PoolSettings
+from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.fake_github.model import RunHistory, pool_key, serves
 from runner_queue_fallback.fake_github.reply import LedgerEntry
 from runner_queue_fallback.fake_github.world import FakeGitHub

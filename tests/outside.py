@@ -20,7 +20,7 @@ from typing import Any
 from unittest import mock
 from urllib.parse import urlsplit
 
-from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
 

@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from runner_queue_fallback import cli
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import env_name
+from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 from runner_queue_fallback.fake_github.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.tools.simulate.scenarios import load_catalogue
 from runner_queue_fallback.tools.simulate.steps import (
@@ -89,10 +90,27 @@ def test_each_committed_description_names_its_package_version_file_and_tarball_d
 
 
 def test_each_description_holds_exactly_the_operations_the_client_sends():
+    """All of them, but for the self-hosted-runner policy's two, which GHES 3.17 does not have."""
     wanted = {(method, template) for method, template in SCRIPT.OPERATIONS}
     for name in view_names():
         view = load_view(name)
-        assert {(op.method, op.template) for op in view.operations} == wanted, name
+        held = {(op.method, op.template) for op in view.operations}
+        assert held == (wanted - SCRIPT.NEWER_OPERATIONS if name == "ghes-3.17" else wanted), name
+    assert wanted > SCRIPT.NEWER_OPERATIONS
+
+
+def test_only_an_older_servers_description_may_lack_a_newer_operation():
+    description = _description(breaking=False)
+    method, template = min(SCRIPT.NEWER_OPERATIONS)
+    del description["paths"][template][method]
+    view = SCRIPT.subset(description, older_server=True)
+    assert method not in view["paths"].get(template, {})
+    with pytest.raises(SystemExit, match="is not in the description"):
+        SCRIPT.subset(description)
+    other = _description(breaking=False)
+    del other["paths"][DISPATCH]["post"]
+    with pytest.raises(SystemExit, match="is not in the description"):
+        SCRIPT.subset(other, older_server=True)
 
 
 def test_the_ghes_descriptions_are_the_oldest_and_newest_the_package_ships():
@@ -347,6 +365,104 @@ def test_preflight_stats_annotated_tags_and_the_quota_check_conform(server, caps
     assert {"GET /repos/{owner}/{repo}/git/tags/{tag_sha}", "GET /rate_limit"} <= used
 
 
+RUNNERS_TOKEN = "ghs_runnersreadonly0123456789abcdef"
+CHILD_ENTRY = "octo-org/octo-repo/.github/workflows/runner-worker.yml@refs/heads/main"
+RUNNER_READS = {
+    "GET /repos/{owner}/{repo}",
+    "GET /orgs/{org}/actions/runner-groups",
+    "GET /orgs/{org}/actions/runner-groups/{runner_group_id}/repositories",
+    "GET /orgs/{org}/actions/runner-groups/{runner_group_id}/runners",
+    "GET /orgs/{org}/actions/permissions/self-hosted-runners",
+    "GET /orgs/{org}/actions/permissions/self-hosted-runners/repositories",
+    "GET /repos/{owner}/{repo}/actions/runners",
+}
+
+
+def _runner_reads(versions: frozenset[str], case: str, *, serves_policy: bool = True) -> None:
+    """`preflight` with `runners-token`: an organisation whose groups grant the repository by
+    selection and restrict workflows, under a `selected` policy; a public repository; a token
+    refused (403) or expired (401); a user's repository (its own runners only)."""
+    clock = FakeClock()
+    world, sha = standard_world(clock, FakeGitHub(clock, api_versions=versions))
+    org = OrgRunners(
+        "octo-org",
+        owner_type="User" if case == "user" else "Organization",
+        private=case != "public",
+        enabled_repositories="selected",
+        policy_repositories=("octo-org/other", world.repository),
+        readers={RUNNERS_TOKEN},
+        expired={"ghs_expired"},
+        serves_policy=serves_policy,
+    )
+    org.add_group(
+        GROUP,
+        visibility="selected",
+        selected_repositories=("octo-org/other", world.repository),
+        allows_public_repositories=True,
+        restricted_to_workflows=True,
+        selected_workflows=(CHILD_ENTRY,),
+    )
+    org.add_group("everyone")
+    org.add_runner(GROUP, ("self-hosted", CPU16))
+    org.add_runner(GROUP, (CPU16,), busy=True)
+    org.add_runner("everyone", ("linux-amd64-cpu8",), status="offline")
+    org.add_runner(None, (CPU16,))
+    world.org_runners = org
+    token = {"refused": "ghs_noperm", "expired": "ghs_expired"}.get(case, RUNNERS_TOKEN)
+    runners = [{"group": GROUP, "labels": CPU16}, {"labels": "linux-amd64-cpu8"}]
+    inputs = {
+        "workflow": "runner-worker.yml",
+        "workflow-ref": "main",
+        "source-ref": SOURCE_REF,
+        "source-sha": sha,
+        "runner-type": "cpu",
+        "runners": json.dumps(runners),
+        "token": TOKEN,
+        "runners-token": token,
+    }
+    environ = {env_name(k): v for k, v in inputs.items()} | {
+        "GITHUB_REPOSITORY": world.repository,
+        "GITHUB_API_URL": world.api_url,
+        "GITHUB_RUN_ID": str(PARENT_RUN_ID),
+        "GITHUB_RUN_ATTEMPT": "1",
+    }
+    cli.main(["preflight"], environ, clock=clock, session=world.session())
+
+
+@pytest.mark.parametrize("server", ["github.com", "older-server"])
+def test_the_runner_group_reads_conform(server, capsys):
+    """Every read `runners-token` makes, and the fake's replies, as GitHub describes them. The
+    older server is one without the policy's endpoints (GHES 3.17 lacks them: 404), checked
+    against both GHES views; one with them is checked against ghes-3.19, which has them."""
+    versions = API_VERSIONS if server == "github.com" else OLDER_SERVER
+    older = server == "older-server"
+    report = Report()
+    for case in ("selected", "public", "refused", "expired", "user"):
+        with capture() as exchanges:
+            _runner_reads(versions, case, serves_policy=not older)
+        report.add(exchanges)
+        statuses = {e.status for e in exchanges if e.path.startswith("/orgs/")}
+        expected = {"refused": {403}, "expired": set(), "user": set()}.get(case, {200})
+        if older and expected:  # the policy's endpoints: absent, 404 before any permission
+            expected |= {404}
+        assert statuses == expected, case
+    capsys.readouterr()
+    _assert_conforms(report)
+    used = {key.split(" ", 1)[1] for key in report.operations}
+    policy_listing = "GET /orgs/{org}/actions/permissions/self-hosted-runners/repositories"
+    assert used >= (RUNNER_READS - {policy_listing} if older else RUNNER_READS)
+    assert report.excepted["token-refused-401-403"] > 0
+    assert (report.excepted["not-on-this-release-404"] > 0) == older
+    if older:
+        with capture() as exchanges:
+            _runner_reads(versions, "selected")
+        capsys.readouterr()
+        policy = [e for e in exchanges if "/self-hosted-runners" in e.path]
+        assert [e.status for e in policy] == [200, 200]
+        found = [f for e in exchanges for f in check(e, ["ghes-3.19"]) if f.exception is None]
+        assert [str(f) for f in found] == []
+
+
 def _guard_reads(versions: frozenset[str], case: str) -> None:
     """The guard with `coordinator-ref` read from the parent's branch name (the compare and the
     tag ref) and its runner's name (its own job): the parent on the branch's head, on an older
@@ -543,6 +659,11 @@ def _exception_cases() -> dict[str, tuple[Exchange, Exchange]]:
     conditional = {**run.headers, "if-none-match": 'W/"abc"'}
     spent = {**run.reply_headers, "x-ratelimit-remaining": "0"}
     refused = _error(400, "API version '2026-03-10' is not a supported version.")
+    v2022 = {**run.headers, "x-github-api-version": "2022-11-28"}
+    groups = _sent(run, path="/orgs/octo-org/actions/runner-groups", query="")
+    policy = _sent(
+        groups, path="/orgs/octo-org/actions/permissions/self-hosted-runners", headers=v2022
+    )
     return {
         "created-range-syntax": (
             listing,
@@ -576,6 +697,22 @@ def _exception_cases() -> dict[str, tuple[Exchange, Exchange]]:
         "injected-fault": (
             _sent(run, status=503, reply_body=_error(503, "Service Unavailable"), fault="status"),
             _sent(run, status=503, reply_body=_error(503, "Service Unavailable")),
+        ),
+        "token-refused-401-403": (
+            _sent(
+                groups, status=403, reply_body=_error(403, "Resource not accessible by integration")
+            ),
+            _sent(groups, status=403, reply_body=_error(403, "Forbidden")),
+        ),
+        "not-on-this-release-404": (
+            _sent(policy, server="ghes", status=404, reply_body=_error(404, "Not Found")),
+            _sent(
+                policy,
+                server="ghes",
+                path="/orgs/octo-org/actions/permissions/no-such-setting",
+                status=404,
+                reply_body=_error(404, "Not Found"),
+            ),
         ),
     }
 

@@ -44,7 +44,6 @@ from bench.losses import (
 )
 from bench.metrics import ENDPOINTS, PHASES
 from bench.mix import Settings, mix_specs
-from bench.report import FIGURES
 from bench.run import main
 from bench.sweep import (
     SweepSettings,
@@ -57,13 +56,14 @@ from bench.sweep import (
     render_sweep,
     run_sweep,
 )
+from bench.table import FIGURES
 from runner_queue_fallback.action.coordinator import Coordinator
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.errors import Interrupted
 from runner_queue_fallback.core.inputs import read_coordinator_inputs, read_run_context
 from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.fake_github import CancelRequest, LedgerEntry, RunHistory, VirtualClock
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.tools.simulate.steps import (

@@ -30,9 +30,9 @@ from runner_queue_fallback.tools.simulate.steps import SimulationRun
 from tests.invariants import children, dispatch_posts
 from tests.outside import Rule, Tamper, child_run_id, json_body, with_json
 from tests.scenario import CPU16, FOREVER, Child, Scenario, attempts, minute_queues
-from tests.test_cleanup import busy_world
 from tests.test_execution import lag_conclusion
 from tests.test_fuzz_coordinator import Case, PoolPlan, base_inputs, execute
+from tests.test_post_step import busy_world
 from tests.test_rules import posts, run_reads
 from tests.test_sim_support import dispatch
 

@@ -37,7 +37,6 @@ from runner_queue_fallback.tools.simulate.steps import (
 )
 from tests.outside import Tamper, json_body, with_json
 from tests.stats_support import history_world, run_stats, slow_first_spec
-from tests.test_cleanup import post_step
 from tests.test_guard import (
     GROUP,
     LABEL,
@@ -53,6 +52,7 @@ from tests.test_guard import (
     run_guard,
 )
 from tests.test_older_server import CPU8, inputs
+from tests.test_post_step import post_step
 from tests.test_sim_support import dispatch as dispatch_to_pool
 from tests.test_sim_support import make_world as sim_world
 

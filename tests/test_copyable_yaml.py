@@ -26,7 +26,7 @@ import yaml
 from runner_queue_fallback.core.inputs import env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.tools.lint.engine import lint_directory, lint_files
-from runner_queue_fallback.tools.lint.model import Finding
+from runner_queue_fallback.workflow.model import Finding
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))

@@ -41,11 +41,11 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.commands import Main
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.errors import Interrupted
 from runner_queue_fallback.core.hosted import HOSTED_EXAMPLES
 from runner_queue_fallback.core.inputs import PoolSettings, env_name, read_pool_settings
+from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.core.profiles import Candidate, load_profiles
 from runner_queue_fallback.fake_github import WorkerContext, WorkerHook
 from runner_queue_fallback.fake_github.faults import FAULT_KINDS, Fault, FaultPlan
@@ -60,7 +60,6 @@ from runner_queue_fallback.fake_github.model import (
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.tools.plan import make_plan
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
@@ -70,6 +69,7 @@ from runner_queue_fallback.tools.simulate.steps import (
     run_coordinator,
     standard_world,
 )
+from runner_queue_fallback.workflow.plan import make_plan
 from tests.invariants import (
     Observed,
     Send,

@@ -28,10 +28,10 @@ from runner_queue_fallback.action.guard import (
     Guard,
     GuardResult,
 )
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.errors import GuardRefused
 from runner_queue_fallback.core.inputs import env_name, read_guard_inputs, read_run_context
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.fake_github import (
     DispatchRefused,
     FakeGitHub,

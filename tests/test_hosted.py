@@ -24,10 +24,10 @@ from runner_queue_fallback.core.profiles import Candidate
 from runner_queue_fallback.fake_github.model import FakeRun, Workload
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.lint import lint_files
-from runner_queue_fallback.tools.lint.model import Finding
 from runner_queue_fallback.tools.simulate.steps import run_coordinator
 from runner_queue_fallback.tools.stats.recommend import PoolData, recommend
 from runner_queue_fallback.tools.stats.survival import Observation, kaplan_meier
+from runner_queue_fallback.workflow.model import Finding
 from tests.invariants import children, dispatch_posts
 from tests.test_coordinator import CPU, FOREVER, Scenario, attempts
 from tests.test_sim_support import child_inputs, make_world

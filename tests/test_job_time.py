@@ -21,8 +21,8 @@ from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.tools.plan import make_plan
 from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, SimulationRun, job_environ
+from runner_queue_fallback.workflow.plan import make_plan
 from tests.invariants import dispatch_posts
 from tests.outside import Tamper, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario

@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.action.outcome import OUTCOMES
-from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
+from runner_queue_fallback.core.actions_io import COORDINATOR_OUTPUTS
+from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.tools.lint import RULES, lint_directory, lint_files
-from runner_queue_fallback.tools.lint.model import Finding
+from runner_queue_fallback.workflow.model import Finding
 
 GOOD = Path(__file__).parent / "data" / "lint" / "good"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -545,6 +545,18 @@ CATALOGUE = [
         ],
         [("c", "runners:")],
         id="runners-reads-the-coordinators-github-context",
+    ),
+    pytest.param(
+        "RQF222",
+        [
+            _add(
+                "c",
+                "          runner-type: cpu\n",
+                "          runners-token: ${{ vars.RUNNERS }}\n",
+            )
+        ],
+        [("c", "runners-token:")],
+        id="runners-token-from-a-variable",
     ),
     pytest.param(
         "RQF301",
@@ -1392,3 +1404,45 @@ def test_rqf221_a_github_context_takes_the_coordinators_value(tmp_path):
     (notice,) = [f for f in _with_runners(tmp_path, runners) if f.rule == "RQF221"]
     assert "github.run_id" in notice.message
     assert "the coordinator's value" in notice.message
+
+
+# -- RQF222: where `runners-token` comes from ---------------------------------------------------
+
+
+def _with_runners_token(tmp_path: Path, value: str) -> list[Finding]:
+    edit = _add("c", "          runner-type: cpu\n", f"          runners-token: {value}\n")
+    _write_pair(tmp_path, [edit])
+    return [f for f in lint_files(tmp_path / FILES["c"]).findings if f.rule.startswith("RQF2")]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "${{ secrets.RUNNERS_TOKEN }}",
+        "${{secrets['RUNNERS-TOKEN']}}",
+        "${{ steps.app-token.outputs.token }}",
+    ],
+)
+def test_rqf222_a_secret_or_a_steps_output_is_quiet(tmp_path, value):
+    """Neither a notice nor RQF209 (a secret in an input other than the tokens)."""
+    assert _with_runners_token(tmp_path, value) == []
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [
+        ("ghs_abc123", "written in the workflow file"),
+        ("${{ vars.RUNNERS_TOKEN }}", "in plain text"),
+        ("${{ env.RUNNERS_TOKEN }}", "in plain text"),
+        ("${{ needs.mint.outputs.token }}", "in plain text"),
+        ("${{ secrets.A || secrets.B }}", "other than a secret"),
+        ("${{ github.token }}", "cannot read runner groups (403)"),
+        ("${{ secrets.GITHUB_TOKEN }}", "cannot read runner groups (403)"),
+    ],
+)
+def test_rqf222_anything_else_is_a_notice_with_the_fix(tmp_path, value, why):
+    (notice,) = _with_runners_token(tmp_path, value)
+    assert (notice.rule, notice.level) == ("RQF222", "notice")
+    assert why in notice.message
+    assert "secrets.RUNNERS_TOKEN" in notice.fix
+    assert "App installation token" in notice.fix

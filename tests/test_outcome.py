@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from runner_queue_fallback import cli
-from runner_queue_fallback.action.outcome import OUTCOMES, PHRASES
 from runner_queue_fallback.action.sequence import startup as startup_module
 from runner_queue_fallback.action.summary import publish
 from runner_queue_fallback.commands import coordinate as coordinate_module
 from runner_queue_fallback.core.errors import Interrupted
+from runner_queue_fallback.core.outcome import OUTCOMES, PHRASES
 from runner_queue_fallback.fake_github import PoolSpec
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings, Workload

@@ -23,14 +23,13 @@ import pytest
 import yaml
 
 from runner_queue_fallback import cli
+from runner_queue_fallback.core.actions_io import escape_json
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import env_name
-from runner_queue_fallback.core.report import escape_json
 from runner_queue_fallback.fake_github.history import Exponential, HistorySpec, PoolHistory
 from runner_queue_fallback.fake_github.model import WORKER_TOKEN, FakeRun, Timings
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.tools.lint import model
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     SOURCE_REF,
@@ -39,6 +38,7 @@ from runner_queue_fallback.tools.simulate.steps import (
     run_coordinator,
     standard_world,
 )
+from runner_queue_fallback.workflow import model
 from tests.outside import (
     MARKER,
     PLANTS,

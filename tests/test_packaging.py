@@ -20,6 +20,7 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from runner_queue_fallback.core.actions_io import COORDINATOR_OUTPUTS
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     GUARD_INPUTS,
@@ -29,8 +30,7 @@ from runner_queue_fallback.core.inputs import (
     read_pool_settings,
 )
 from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 ROOT = Path(__file__).resolve().parent.parent
 TOOLS = Path(sys.executable).parent
@@ -188,7 +188,7 @@ def test_dependabot_config_matches_the_schemastore_schema():
 
 
 def test_coordinator_inputs_and_outputs_match_the_code():
-    """action.yml declares exactly the inputs core/inputs.py reads and the outputs core/report.py writes."""
+    """action.yml declares the inputs core/inputs.py reads and the outputs core/actions_io.py writes."""
     action = _load(ACTION)
     assert tuple(action["inputs"]) == COORDINATOR_INPUTS
     assert tuple(action["outputs"]) == COORDINATOR_OUTPUTS

@@ -11,7 +11,7 @@ import pytest
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core.inputs import env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 ALL_TYPES = ["cpu-amd64", "cpu-arm64", "gpu-amd64", "gpu-arm64", "gpu-amd64-2gpu", "gpu-arm64-2gpu"]
 

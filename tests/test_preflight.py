@@ -26,7 +26,6 @@ from runner_queue_fallback.core.inputs import CHILD_INPUTS, env_name
 from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.tools.lint.model import Finding
 from runner_queue_fallback.tools.preflight import DEPENDENT, LOW_QUOTA, UNVERIFIABLE_PERMISSION
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
@@ -35,6 +34,7 @@ from runner_queue_fallback.tools.simulate.steps import (
     SimulationRun,
     run_coordinator,
 )
+from runner_queue_fallback.workflow.model import Finding
 from tests.outside import Tamper, json_body, with_json
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -305,16 +305,6 @@ def test_a_quota_spent_before_any_dispatch_still_ends_at_the_admission_timeout()
     assert "admission-timeout-minutes (0)" in result.log
 
 
-def test_the_post_step_reads_nothing_when_the_main_step_saw_its_child_end():
-    """A worker that succeeded was confirmed over by the main step: the post step sends nothing."""
-    with_post, without_post = Scenario().pools([]), Scenario().pools([])
-    result = with_post.run()
-    without_post.run(post_step=False)
-    assert result.exit_code == 0, result.log
-    assert "confirmed child run" in result.post_log
-    assert len(with_post.world.ledger) == len(without_post.world.ledger)
-
-
 @pytest.mark.found_by("mutation", issue=35)
 def test_a_quota_known_spent_at_the_queue_deadline_is_waited_out_before_the_fresh_read():
     """The last poll's reply says 0 left: the fresh read and the cancel wait for the reset.

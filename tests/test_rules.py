@@ -30,9 +30,9 @@ from runner_queue_fallback.tools.simulate.steps import PARENT_RUN_ID, Simulation
 from tests.github_payloads import workflow_run
 from tests.invariants import children, dispatch_posts
 from tests.outside import Tamper, lag_rule
-from tests.test_cleanup import busy_world, post_step
 from tests.test_coordinator import FOREVER, Scenario, attempts
 from tests.test_guard import dispatch_child, guard_environ, make_world, run_guard
+from tests.test_post_step import busy_world, post_step
 from tests.test_sim_support import dispatch
 from tests.test_timeline import bar, bars_in
 

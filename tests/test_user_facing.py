@@ -20,10 +20,10 @@ from runner_queue_fallback import cli
 from runner_queue_fallback.action.attempts import Attempt, Result
 from runner_queue_fallback.action.summary import RUN_LINK_ONLY, WORKER_LINK, timeline
 from runner_queue_fallback.commands.flags import INPUT_HELP
+from runner_queue_fallback.core.actions_io import escape_mermaid
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import COORDINATOR_INPUTS, GUARD_INPUTS, env_name
 from runner_queue_fallback.core.profiles import Candidate
-from runner_queue_fallback.core.report import escape_mermaid
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings, Workload
 from runner_queue_fallback.fake_github.world import FakeGitHub

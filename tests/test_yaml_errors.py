@@ -16,8 +16,8 @@ import yaml
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.core.yaml_errors import explain
-from runner_queue_fallback.tools.lint import model
 from runner_queue_fallback.tools.simulate.scenarios import CatalogueError, load_entry
+from runner_queue_fallback.workflow import model
 
 LOADERS = [
     pytest.param(yaml.SafeLoader, id="python"),

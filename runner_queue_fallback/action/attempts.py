@@ -1,4 +1,4 @@
-"""The attempt ledger: one entry per dispatch, and how the whole sequence ended.
+"""The attempt ledger: one entry per dispatch, how the whole sequence ended, and its `outcome` word.
 
 The coordinator fills it in; the outputs, the step summary and the benchmarks read it.
 """
@@ -8,10 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from runner_queue_fallback.action.cleanup import CleanupResult
-from runner_queue_fallback.core.errors import RQFError
+from runner_queue_fallback.core.errors import (
+    Cancelled,
+    QueuesExhausted,
+    RQFError,
+    WorkerFailed,
+)
+from runner_queue_fallback.core.outcome import CANCELLED, ERROR, FAILURE, NO_RUNNER, SUCCESS
 from runner_queue_fallback.core.profiles import Candidate
 
-__all__ = ["REFUSED", "Attempt", "Result"]
+__all__ = ["REFUSED", "Attempt", "Result", "outcome_of"]
 
 #: The outcome of a dispatch GitHub refused (4xx): no run was created, so it is no dispatch sent.
 REFUSED = "dispatch refused"
@@ -85,3 +91,22 @@ class Result:
     def dispatched(self) -> list[Attempt]:
         """The attempts whose dispatch was sent: a refused one is not, a lost reply's is."""
         return [a for a in self.attempts if a.sent]
+
+
+def outcome_of(result: Result) -> str:
+    """The word for a sequence that ran: its success, else the type of the error that ended it.
+
+    `failure` needs a worker that ran: a step of its job seen started. A child that outlived its
+    execution timeout without one (a job GitHub re-queued and never ran) is an `error`.
+    """
+    if result.success:
+        return SUCCESS
+    error = result.error
+    if isinstance(error, Cancelled):
+        return CANCELLED
+    if isinstance(error, QueuesExhausted):
+        return NO_RUNNER
+    last = result.last
+    if isinstance(error, WorkerFailed) and last is not None and last.step_started:
+        return FAILURE
+    return ERROR

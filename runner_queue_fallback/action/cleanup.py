@@ -1,33 +1,29 @@
 """Cancel a child run and confirm it is over: shared by the coordinator, the post step and signals.
 
-Long (427 lines) because cancel-and-confirm, the 409 re-check, the run-name search and the post
-step's copies are one mechanism shared by three callers.
+Cancel-and-confirm, the 409 re-check and the run-name search are one mechanism shared by three
+callers; what only the post step does is in `action/post_step.py`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import NamedTuple
+from datetime import datetime
 
 from runner_queue_fallback.action.observe import Observation
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import CancelRefused, GitHubError, PermissionDenied
-from runner_queue_fallback.core.request_id import created_since
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import CancelOutcome, WorkflowRun
 
 __all__ = [
     "CancelRequests",
     "CleanupResult",
-    "LeftRuns",
     "RunNameSearch",
     "cancel_and_confirm",
     "cancel_and_confirm_all",
     "observe_run",
-    "runs_left_by_main_step",
 ]
 
 
@@ -311,117 +307,3 @@ class RunNameSearch:
             log(f"Found run {run.id} with run-name {self.run_name}: {run.html_url}")
             if _cancel_once(self.client, run.id, deadline, log):
                 self.cancelled.add(run.id)
-
-
-#: How far back the post step looks for a run dispatched by the main step (a job's time limit).
-_POST_LOOKBACK = timedelta(hours=6)
-#: Margin for the difference between the runner's clock and GitHub's `created_at`.
-_CLOCK_SKEW = timedelta(minutes=5)
-#: How long the post step keeps looking for a run known only by its run-name (not in the spec:
-#: one more startup window, at the startup cadence; an older server may list a run late).
-POST_SEARCH_WINDOW_SECONDS = timing.STARTUP_WINDOW_SECONDS
-#: How long after its dispatch a run may still be missing from the listing: once that much has
-#: passed and a run was found, listing again finds nothing new.
-_LISTING_SETTLES = timedelta(seconds=timing.STARTUP_WINDOW_SECONDS)
-
-
-class LeftRuns(NamedTuple):
-    """The runs the post step looks after (the child first), and those it already cancelled."""
-
-    run_ids: list[int]
-    cancelled: frozenset[int] = frozenset()
-
-
-def runs_left_by_main_step(
-    client: GitHubClient,
-    clock: Clock,
-    state: Mapping[str, str],
-    workflow: str,
-    log: Callable[[str], None],
-    *,
-    deadline: float | None = None,
-) -> LeftRuns:
-    """The runs the post step must look after, from the main step's saved state; the child first.
-
-    The main step saves `request-id` before each dispatch and `child-run-id` with
-    `child-request-id` once the run id is known. When the last request id has no run id (the
-    step died while its dispatch was in flight, the reply was lost, or an older server's run never
-    showed up by its run-name), or its run was found by run-name (`child-found-by-name`), every
-    run bearing that run-name is looked for, every 5 s for up to 2 minutes, and each one found is
-    sent its cancel at once (a run bearing our request id that we did not dispatch is a copy:
-    cancelling it is safe). They are listed from the dispatch time less a margin, or from the
-    time the request id states (GitHub's clock) when that is earlier; an id of the older form
-    states none. Not when GitHub definitely refused that dispatch (`refused-request-id`). Runs
-    the main step already cancelled as copies (`child-copies`) are looked after too.
-    """
-    known = _run_id(state.get("child-run-id", ""))
-    pending = state.get("request-id", "").strip()
-    named = pending == state.get("child-request-id", "").strip()
-    by_name = named and pending == state.get("child-found-by-name", "").strip()
-    only_known = LeftRuns([] if known is None else [known])
-    if not pending or (named and not by_name) or not workflow:
-        return only_known
-    if pending == state.get("refused-request-id", "").strip():
-        log(f"GitHub refused the dispatch of {pending}: no run was created for it")
-        return only_known
-    saved = state.get("child-copies", "").split(",") if by_name else []
-    copies = [copy for copy in map(_run_id, saved) if copy is not None]
-    try:
-        dispatched: datetime | None = datetime.fromisoformat(state["dispatched-at"])
-    except (KeyError, ValueError):
-        dispatched = None
-    since = clock.now() - _POST_LOOKBACK if dispatched is None else dispatched - _CLOCK_SKEW
-    since = created_since(pending, since)  # GitHub's time, if the request id states an earlier one
-    search = RunNameSearch(client, workflow, pending, since)
-    settled = None if dispatched is None else dispatched + _LISTING_SETTLES
-    _search_by_run_name(search, clock, log=log, settled=settled, deadline=deadline)
-    found = [run.id for run in search.ordered]
-    if len(found) > 1:
-        log(
-            f"{len(found)} runs bear run-name {pending}: {', '.join(map(str, found))}; every one "
-            "but the run created first was dispatched by someone else. All are cancelled"
-        )
-    elif not by_name:
-        log(
-            f"No run with run-name {pending} was found since {since.isoformat()}: if one "
-            "appears, cancel it by hand"
-        )
-    first = [known] if by_name and known is not None else []
-    runs = list(dict.fromkeys([*first, *found, *copies]))
-    return LeftRuns(runs, frozenset(search.cancelled)) if runs else only_known
-
-
-def _run_id(text: str) -> int | None:
-    text = text.strip()
-    return int(text) if text.isascii() and text.isdigit() else None
-
-
-def _search_by_run_name(
-    search: RunNameSearch,
-    clock: Clock,
-    *,
-    log: Callable[[str], None],
-    settled: datetime | None,
-    deadline: float | None = None,
-) -> None:
-    """List every 5 s within the post step's search window, cancelling each run found at once.
-
-    Once a run was found, the listing stops when it is `settled` (a listing that lags hides a
-    run only for a while after its dispatch); with no dispatch time, at the first run found.
-    The window ends early at `deadline` (the post step's own limit) when that comes first.
-    """
-    window_end = clock.monotonic() + POST_SEARCH_WINDOW_SECONDS
-    deadline = window_end if deadline is None else min(deadline, window_end)
-    while True:
-        try:
-            search.cancel(search.look(deadline), deadline, log)
-        except PermissionDenied as exc:  # will not start working within the window
-            log(f"Could not look for run-name {search.run_name}: {exc}")
-            return
-        except GitHubError as exc:
-            log(f"Could not look for run-name {search.run_name}: {exc}")
-        if search.found and (settled is None or clock.now() >= settled):
-            return
-        if clock.monotonic() + timing.STARTUP_POLL_SECONDS > deadline:
-            return
-        clock.sleep(timing.STARTUP_POLL_SECONDS)

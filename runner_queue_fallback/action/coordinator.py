@@ -36,7 +36,8 @@ from runner_queue_fallback.action.sequence import (
     startup,
 )
 from runner_queue_fallback.action.sequence.context import Sequence
-from runner_queue_fallback.core import timing
+from runner_queue_fallback.core import hand_off, timing
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import (
     Cancelled,
@@ -48,7 +49,6 @@ from runner_queue_fallback.core.errors import (
     UnexpectedError,
 )
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.core.request_id import RequestId, stated_time
 from runner_queue_fallback.github.client import GitHubClient
 
@@ -101,7 +101,7 @@ class Coordinator:
         try:
             self._sequence()
             # Followed to its result: the post step has no run bearing its run-name to list.
-            self.seq.report.save_state("child-found-by-name", "")
+            hand_off.save_followed_to_result(self.seq.report)
         except Interrupted as exc:
             self.result.error = Cancelled(str(exc))
             deadline = clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
@@ -251,7 +251,7 @@ class Coordinator:
         self.result.cleanup, self.result.other_cleanups = first, others
         self._note_ended(first)
         if all(result.confirmed for result in (first, *others)):
-            seq.active = None  # the post step has nothing left to read (state child-over)
+            seq.active = None  # the post step has nothing left to read (saved as over)
 
     def _note_ended(self, cleanup: CleanupResult) -> None:
         """A child the cleanup proved over is listed as it ended, not as it was last seen."""

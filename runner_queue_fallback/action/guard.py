@@ -40,6 +40,7 @@ from typing import Final
 
 from runner_queue_fallback.action.parent import check_parent
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import Reporter, escape_markdown
 from runner_queue_fallback.core.clock import Clock, elapsed
 from runner_queue_fallback.core.errors import (
     FIX_CHILD_PERMISSIONS,
@@ -53,7 +54,6 @@ from runner_queue_fallback.core.errors import (
     Unauthorized,
 )
 from runner_queue_fallback.core.inputs import GuardInputs, RunContext
-from runner_queue_fallback.core.report import Reporter, escape_markdown
 from runner_queue_fallback.core.request_id import parse as parse_request_id
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import WorkflowRun

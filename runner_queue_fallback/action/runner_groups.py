@@ -4,32 +4,38 @@ github-api.md 13. For each self-hosted candidate: the group exists (the organisa
 listing holds its name, letter case ignored; never judged on a 404 alone), it grants this
 repository, its workflow restriction admits the child at `workflow-ref`, the organisation's policy
 enables self-hosted runners for the repository, and how many of the group's runners carry the
-candidate's labels. Each check passes, FAILs with the fix, or is not checked / not proven (why).
-`preflight` prints them; the coordinator will call them too (issue 49, part 2).
+candidate's labels. A candidate without a group is checked against the groups the repository may
+use. Each check passes, FAILs with the fix, is not checked (why, naming the permission it needs)
+or not proven. `preflight` prints them; the coordinator can call them before a dispatch too.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
 
+from runner_queue_fallback.action.workflow_restriction import restriction_admits
 from runner_queue_fallback.core.errors import NotFound, PermissionDenied, RQFError, Unauthorized
 from runner_queue_fallback.core.labels import label_set
 from runner_queue_fallback.core.profiles import Candidate
 from runner_queue_fallback.github.runner_groups import Runner, RunnerGroup, RunnerReads
 
-__all__ = ["NEEDS", "GroupCheck", "check_groups", "restriction_admits"]
+__all__ = [
+    "NEEDS_GROUPS",
+    "NEEDS_POLICY",
+    "NEEDS_REPOSITORY_RUNNERS",
+    "GroupCheck",
+    "check_groups",
+]
 
-#: What the runners token needs, named in every "not checked".
-NEEDS = (
-    "runners-token with organisation Self-hosted runners (read) and Actions policies (read), "
-    "a read-only fine-grained or App token"
-)
-_SHA = re.compile(r"[0-9a-f]{40}")
-_ENTRY = re.compile(
-    r"(?P<repo>[^/@*]+/[^/@*]+)/\.github/workflows/(?P<file>[^/@*]+)@(?P<ref>[^@*]+)"
-)
+_TOKEN = "a read-only fine-grained or App runners-token"  # noqa: S105 (a description, no secret)
+#: What each read needs of `runners-token`, named in every "not checked".
+NEEDS_GROUPS = f'organisation "Self-hosted runners" (read) on {_TOKEN}'
+NEEDS_POLICY = f'organisation "Actions policies" (read) on {_TOKEN}'
+NEEDS_REPOSITORY_RUNNERS = f'repository "Administration" (read) on {_TOKEN}'
+POLICY = "self-hosted runner policy"
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -41,51 +47,14 @@ class GroupCheck:
     detail: str
 
 
-def _short(ref: str) -> str:
-    for prefix in ("refs/heads/", "refs/tags/", "heads/", "tags/"):
-        if ref.startswith(prefix):
-            return ref.removeprefix(prefix)
-    return ref
-
-
-def restriction_admits(
-    entries: Sequence[str], repository: str, workflow: str, workflow_ref: str, commit: str | None
-) -> bool | None:
-    """Whether a selected-workflows list admits the child: True, False, or None (not proven).
-
-    An entry `owner/repo/.github/workflows/<file>@<ref>` matches when the repository (case
-    ignored), the file and the ref (full or short) agree; a 40-hex SHA entry when it is the commit
-    `workflow-ref` resolves to. Any other form (a wildcard, unknown) leaves it not proven.
-    """
-    unknown = False
-    for entry in entries:
-        match = _ENTRY.fullmatch(entry.strip())
-        if match is None:
-            unknown = True
-            continue
-        if match["repo"].casefold() != repository.casefold() or match["file"] != workflow:
-            continue
-        ref = match["ref"]
-        if _SHA.fullmatch(ref):
-            if commit is None:
-                unknown = True
-            elif ref == commit:
-                return True
-            continue
-        full_given = workflow_ref.startswith("refs/") and ref.startswith("refs/")
-        if (ref == workflow_ref) if full_given else (_short(ref) == _short(workflow_ref)):
-            return True
-    return None if unknown else False
-
-
-def _why_not(exc: RQFError) -> str:
+def _why_not(exc: RQFError, needs: str) -> str:
     if isinstance(exc, Unauthorized):
-        return f"GitHub refused runners-token as expired or invalid (401); needs {NEEDS}"
+        return f"GitHub refused runners-token as expired or invalid (401); needs {needs}"
     if isinstance(exc, PermissionDenied):
-        return f"runners-token may not read it (403); needs {NEEDS}"
+        return f"runners-token may not read it (403); needs {needs}"
     if isinstance(exc, NotFound):
-        return "this server has no runner-group endpoints (404)"
-    return f"the read failed: {exc}"
+        return f"this server does not serve the read (404); needs {needs}"
+    return f"the read failed: {exc}; needs {needs}"
 
 
 def _counts(runners: Sequence[Runner], labels: frozenset[str]) -> str:
@@ -106,6 +75,48 @@ class _Target:
     commit: str | None
 
 
+@dataclass
+class _Reads:
+    """The reads, each made once per check run (candidates share groups), failures kept too."""
+
+    reads: RunnerReads
+    org: str
+    _done: dict[tuple[str, int], object] = field(default_factory=dict)
+
+    def _once(self, key: tuple[str, int], read: Callable[[], _T]) -> _T:
+        if key not in self._done:
+            try:
+                self._done[key] = read()
+            except RQFError as exc:
+                self._done[key] = exc
+        found = self._done[key]
+        if isinstance(found, RQFError):
+            raise found
+        return found  # type: ignore[return-value]  # stored by the same key's read
+
+    def runners(self, group: RunnerGroup) -> list[Runner]:
+        return self._once(
+            ("runners", group.id), lambda: self.reads.group_runners(self.org, group.id)
+        )
+
+    def repositories(self, group: RunnerGroup) -> list[str]:
+        return self._once(
+            ("repositories", group.id), lambda: self.reads.group_repositories(self.org, group.id)
+        )
+
+
+def _group_name(candidate: Candidate) -> str:
+    if candidate.group:
+        return f"runner group {candidate.group}"
+    return f"runners with {candidate.label_text} (no group)"
+
+
+def _all_not_checked(pools: Sequence[Candidate], why: Callable[[str], str]) -> list[GroupCheck]:
+    """One "not checked" per check that could not be made, each naming what it needs."""
+    checks = [GroupCheck(POLICY, "not checked", why(NEEDS_POLICY))]
+    return checks + [GroupCheck(_group_name(c), "not checked", why(NEEDS_GROUPS)) for c in pools]
+
+
 def check_groups(
     reads: RunnerReads | None,
     candidates: Sequence[Candidate],
@@ -120,64 +131,116 @@ def check_groups(
     if not pools:
         return []
     if reads is None:
-        return [GroupCheck("runner groups", "not checked", f"no runners-token; needs {NEEDS}")]
+        return _all_not_checked(pools, lambda needs: f"no runners-token; needs {needs}")
     target = _Target(repository, workflow, f".github/workflows/{workflow}", workflow_ref, commit)
     try:
         info = reads.repository()
-        if info.owner.type != "Organization":
-            runners = reads.repository_runners()
-            return [
-                GroupCheck(
-                    f"runners of {c.label_text}",
-                    "pass",
-                    f"a user's repository has no runner groups; its own runners: "
-                    f"{_counts(runners, label_set(c.labels))}",
-                )
-                for c in pools
-            ]
-        org = info.owner.login
+    except NotFound:  # a token may read the organisation's groups and not see the repository
+        info = None
+    except RQFError as exc:
+        refused = exc
+        return _all_not_checked(pools, lambda needs: _why_not(refused, needs))
+    if info is not None and info.owner.type != "Organization":
+        return _user_repository(reads, pools)
+    org = repository.split("/", 1)[0] if info is None else info.owner.login
+    private = None if info is None else info.private
+    checks = [_policy(reads, org, repository)]
+    try:
         groups = reads.groups(org)
     except RQFError as exc:
-        return [GroupCheck("runner groups", "not checked", _why_not(exc))]
-    checks = [_policy(reads, org, repository)]
+        why = _why_not(exc, NEEDS_GROUPS)
+        return checks + [GroupCheck(_group_name(c), "not checked", why) for c in pools]
+    memo = _Reads(reads, org)
     for candidate in pools:
-        checks += _candidate(reads, org, groups, candidate, target, private=info.private)
+        if candidate.group:
+            checks += _candidate(memo, groups, candidate, target, private=private)
+        else:
+            checks.append(_no_group(memo, groups, candidate, target, private=private))
+    return checks
+
+
+def _user_repository(reads: RunnerReads, pools: Sequence[Candidate]) -> list[GroupCheck]:
+    """A user's repository has no organisation, so no runner group: only its own runners."""
+    try:
+        runners = reads.repository_runners()
+    except RQFError as exc:
+        why = _why_not(exc, NEEDS_REPOSITORY_RUNNERS)
+        return [GroupCheck(f"runners of {c.label_text}", "not checked", why) for c in pools]
+    checks = []
+    for candidate in pools:
+        counts = _counts(runners, label_set(candidate.labels))
+        if candidate.group:
+            checks.append(
+                GroupCheck(
+                    f"runner group {candidate.group}",
+                    "not proven",
+                    "a repository owned by a user has no organisation runner groups, so no read "
+                    f"shows this group; its own runners with {candidate.label_text}: {counts}",
+                )
+            )
+        else:
+            checks.append(
+                GroupCheck(
+                    f"runners of {candidate.label_text}",
+                    "pass",
+                    f"a user's repository has no runner groups; its own runners: {counts}",
+                )
+            )
     return checks
 
 
 def _policy(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
-    name = "self-hosted runner policy"
     try:
         enabled = reads.policy(org).enabled_repositories
     except RQFError as exc:
-        return GroupCheck(name, "not checked", _why_not(exc))
+        return GroupCheck(POLICY, "not checked", _why_not(exc, NEEDS_POLICY))
     if enabled == "all":
-        return GroupCheck(name, "pass", f"organisation {org} enables self-hosted runners for all")
+        return GroupCheck(POLICY, "pass", f"organisation {org} enables self-hosted runners for all")
     if enabled == "none":
         return GroupCheck(
-            name,
+            POLICY,
             "FAIL",
-            f"organisation {org} enables self-hosted runners for no repository; every job waits. "
-            f"Fix: in the organisation's Actions policies, allow self-hosted runners for {repository}",
+            f"organisation {org} enables self-hosted runners for no repository; every job "
+            f"waits. {_policy_fix(repository)}",
+        )
+    if enabled != "selected":
+        return GroupCheck(POLICY, "not proven", f"an unknown setting {enabled!r}")
+    return _policy_selected(reads, org, repository)
+
+
+def _policy_fix(repository: str) -> str:
+    return (
+        f"Fix: in the organisation's Actions policies, allow self-hosted runners for {repository}"
+    )
+
+
+def _policy_selected(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
+    """`enabled_repositories: selected`: whether the whole list of repositories holds this one."""
+    try:
+        enabled_for = reads.policy_repositories(org)
+    except RQFError as exc:
+        return GroupCheck(POLICY, "not checked", _why_not(exc, NEEDS_POLICY))
+    if any(name.casefold() == repository.casefold() for name in enabled_for):
+        return GroupCheck(
+            POLICY, "pass", f"organisation {org} enables self-hosted runners for {repository}"
         )
     return GroupCheck(
-        name, "not proven", f"organisation {org} enables them for selected repositories only"
+        POLICY,
+        "FAIL",
+        f"organisation {org} enables self-hosted runners for {len(enabled_for)} selected "
+        f"repositories, not this one; every job waits. {_policy_fix(repository)}",
     )
 
 
 def _candidate(
-    reads: RunnerReads,
-    org: str,
+    memo: _Reads,
     groups: Sequence[RunnerGroup],
     candidate: Candidate,
     target: _Target,
     *,
-    private: bool,
+    private: bool | None,
 ) -> list[GroupCheck]:
-    labels = label_set(candidate.labels)
-    if not candidate.group:
-        return [_labels_anywhere(reads, org, groups, candidate, target.repository)]
-    name = f"runner group {candidate.group}"
+    name = _group_name(candidate)
     group = next((g for g in groups if g.name.casefold() == candidate.group.casefold()), None)
     if group is None:
         known = ", ".join(g.name for g in groups) or "none"
@@ -185,51 +248,65 @@ def _candidate(
             GroupCheck(
                 name,
                 "FAIL",
-                f"organisation {org} has no group of that name (its {len(groups)} groups: "
+                f"organisation {memo.org} has no group of that name (its {len(groups)} groups: "
                 f"{known}). Fix: create it, or correct the candidate's `group`",
             )
         ]
-    checks = [GroupCheck(name, "pass", f"exists in {org} (id {group.id})")]
-    checks.append(_grants(reads, org, group, target.repository, private=private))
+    checks = [GroupCheck(name, "pass", f"exists in {memo.org} (id {group.id})")]
+    checks.append(_grants(memo, group, target.repository, private=private))
     checks.append(_admits(group, target))
     try:
-        runners = reads.group_runners(org, group.id)
+        runners = memo.runners(group)
     except RQFError as exc:
-        checks.append(GroupCheck(f"runners of {name}", "not checked", _why_not(exc)))
+        checks.append(GroupCheck(f"runners of {name}", "not checked", _why_not(exc, NEEDS_GROUPS)))
     else:
         text = candidate.label_text or "any labels"
+        labels = label_set(candidate.labels)
         checks.append(GroupCheck(f"runners of {name} ({text})", "pass", _counts(runners, labels)))
     return checks
 
 
+_UNKNOWN_PRIVACY = "runners-token could not read whether the repository is private (404)"
+
+
 def _grants(
-    reads: RunnerReads, org: str, group: RunnerGroup, repository: str, *, private: bool
+    memo: _Reads, group: RunnerGroup, repository: str, *, private: bool | None
 ) -> GroupCheck:
+    """`private` None: runners-token could not read the repository (404), so not its privacy."""
     name = f"runner group {group.name} grants {repository}"
-    if not private and not group.allows_public_repositories:
+    if not group.allows_public_repositories and private is not True:
+        if private is None:
+            detail = f"the group does not allow public repositories; {_UNKNOWN_PRIVACY}"
+            return GroupCheck(name, "not proven", detail)
         return GroupCheck(
             name,
             "FAIL",
             "the repository is public and the group does not allow public repositories. Fix: "
             "allow public repositories in the group's settings, or use another group",
         )
+    verdict, detail = _visibility(memo, group, repository, private=private)
+    return GroupCheck(name, verdict, detail)
+
+
+def _visibility(
+    memo: _Reads, group: RunnerGroup, repository: str, *, private: bool | None
+) -> tuple[str, str]:
+    """Whether the group's visibility (all, private, selected) grants the repository."""
     if group.visibility == "all":
-        return GroupCheck(name, "pass", "visibility all")
+        return "pass", "visibility all"
+    if group.visibility == "private" and private is None:
+        return "not proven", f"visibility private; {_UNKNOWN_PRIVACY}"
     if group.visibility == "private" and private:
-        return GroupCheck(name, "pass", "visibility private, and the repository is private")
+        return "pass", "visibility private, and the repository is private"
     if group.visibility == "selected":
         try:
-            selected = reads.group_repositories(org, group.id)
+            selected = memo.repositories(group)
         except RQFError as exc:
-            return GroupCheck(name, "not checked", _why_not(exc))
+            return "not checked", _why_not(exc, NEEDS_GROUPS)
         if any(r.casefold() == repository.casefold() for r in selected):
-            return GroupCheck(name, "pass", "among its selected repositories")
-    return GroupCheck(
-        name,
-        "FAIL",
-        f"visibility {group.visibility} does not grant it; a job waits in the queue forever. "
-        f"Fix: add {repository} to the group's repository access",
-    )
+            return "pass", "among its selected repositories"
+    fix = f"Fix: add {repository} to the group's repository access"
+    return "FAIL", f"visibility {group.visibility} does not grant it; a job waits forever. {fix}"
 
 
 def _admits(group: RunnerGroup, target: _Target) -> GroupCheck:
@@ -258,21 +335,47 @@ def _admits(group: RunnerGroup, target: _Target) -> GroupCheck:
     )
 
 
-def _labels_anywhere(
-    reads: RunnerReads, org: str, groups: Sequence[RunnerGroup], candidate: Candidate, repo: str
+def _no_group(
+    memo: _Reads,
+    groups: Sequence[RunnerGroup],
+    candidate: Candidate,
+    target: _Target,
+    *,
+    private: bool | None,
 ) -> GroupCheck:
-    """A candidate without a group: the runners of every group that grants `all` repositories."""
-    name = f"runners with {candidate.label_text} (no group)"
+    """A candidate without a group: the groups that grant the repository and admit the child."""
+    name = _group_name(candidate)
+    usable: list[RunnerGroup] = []
+    unsure: list[GroupCheck] = []
+    for group in groups:
+        found = (_grants(memo, group, target.repository, private=private), _admits(group, target))
+        verdicts = {check.verdict for check in found}
+        if verdicts == {"pass"}:
+            usable.append(group)
+        elif "FAIL" not in verdicts:
+            unsure += [check for check in found if check.verdict != "pass"]
+    if not usable:
+        not_checked = [c for c in unsure if c.verdict == "not checked"]
+        if not_checked:
+            return GroupCheck(name, "not checked", not_checked[0].detail)
+        unsure_text = f", {len(unsure)} not proven" if unsure else ""
+        return GroupCheck(
+            name,
+            "not proven",
+            f"none of the {len(groups)} runner groups of {memo.org} is proven to grant "
+            f"{target.repository} and admit the child{unsure_text}; only the repository's own "
+            "or the enterprise's runners could take the job",
+        )
     runners: list[Runner] = []
     try:
-        for group in groups:
-            if group.visibility == "all":
-                runners += reads.group_runners(org, group.id)
+        for group in usable:
+            runners += memo.runners(group)
     except RQFError as exc:
-        return GroupCheck(name, "not checked", _why_not(exc))
+        return GroupCheck(name, "not checked", _why_not(exc, NEEDS_GROUPS))
+    names = ", ".join(g.name for g in usable)
     return GroupCheck(
         name,
         "pass",
-        f"in the groups every repository of {org} may use (for {repo}): "
+        f"in the groups {target.repository} may use ({names}): "
         f"{_counts(runners, label_set(candidate.labels))}",
     )

@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import json
 
-from runner_queue_fallback.action.attempts import Attempt, Result
-from runner_queue_fallback.action.outcome import (
+from runner_queue_fallback.action.attempts import Attempt, Result, outcome_of
+from runner_queue_fallback.action.timeline import timeline
+from runner_queue_fallback.core.actions_io import Reporter, escape_markdown, markdown_link
+from runner_queue_fallback.core.api_versions import OLDER
+from runner_queue_fallback.core.hosted import BILLED_NOTE
+from runner_queue_fallback.core.outcome import (
     ERROR,
     FAILURE,
     NO_RUNNER,
     PHRASES,
     SUCCESS,
-    outcome_of,
     title,
 )
-from runner_queue_fallback.action.timeline import timeline
-from runner_queue_fallback.core.hosted import BILLED_NOTE
 from runner_queue_fallback.core.profiles import Candidate
-from runner_queue_fallback.core.report import Reporter, escape_markdown, markdown_link
-from runner_queue_fallback.github.versions import OLDER
 
 __all__ = [
     "LINK_SEPARATOR",

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runner_queue_fallback.action.attempts import Attempt, Result
-from runner_queue_fallback.core.report import escape_mermaid
+from runner_queue_fallback.core.actions_io import escape_mermaid
 
 __all__ = [
     "TITLE",

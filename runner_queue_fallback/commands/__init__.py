@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from runner_queue_fallback.core.report import Reporter
+from runner_queue_fallback.core.actions_io import Reporter
 
 if TYPE_CHECKING:
     import argparse
@@ -25,28 +25,14 @@ if TYPE_CHECKING:
 
     from runner_queue_fallback.core.clock import Clock
     from runner_queue_fallback.core.inputs import RunContext
+    from runner_queue_fallback.core.main import Main
     from runner_queue_fallback.github.client import GitHubClient
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Command", "Context", "Main"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Command", "Context"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
-
-
-class Main(Protocol):
-    """The composition root's signature (`cli.main`), handed to what runs other subcommands."""
-
-    def __call__(
-        self,
-        argv: Sequence[str] | None = None,
-        environ: Mapping[str, str] | None = None,
-        *,
-        clock: Clock | None = None,
-        session: requests.Session | None = None,
-    ) -> int:
-        """Run one subcommand and return its exit code."""
-        ...
 
 
 @dataclass

@@ -9,16 +9,16 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 from runner_queue_fallback.action.coordinator import Coordinator
-from runner_queue_fallback.action.outcome import outcome_of_exception, title
 from runner_queue_fallback.action.summary import publish
 from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
 from runner_queue_fallback.commands.flags import warn_unknown_inputs, with_token
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.errors import Interrupted, RQFError
 from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS
 from runner_queue_fallback.core.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.core.outcome import outcome_of_exception, title
 from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.core.report import Reporter
-from runner_queue_fallback.tools.plan import Plan, make_plan
+from runner_queue_fallback.workflow.plan import Plan, make_plan
 
 __all__ = ["run", "signals_interrupt"]
 

@@ -8,11 +8,11 @@ import sys
 
 from runner_queue_fallback.commands import EXIT_OK, Context
 from runner_queue_fallback.commands.flags import add_input_flags, input_flags
+from runner_queue_fallback.core.actions_io import escape_json, escape_log_line
 from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS, unknown_inputs
 from runner_queue_fallback.core.inputs import env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.core.report import escape_json, escape_log_line
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 __all__ = ["add_arguments", "run"]
 

@@ -38,22 +38,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_runners_token_env_flag(parser)
     parser.add_argument(
         "--simulate",
-        action="store_true",
+        nargs="?",
+        const="",
+        metavar="SCENARIO",
         help=(
             "run every check against the bundled fake GitHub (its child workflow "
-            "runner-worker.yml on main, a live parent run): no token, no network"
+            "runner-worker.yml on main, a live parent run): no token, no network; with a "
+            "SCENARIO of `simulate --list`, its world and inputs (and its runner groups, read "
+            "with a stand-in runners-token)"
         ),
     )
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     """Every read of the coordinator before a dispatch; no POST."""
-    if args.simulate:
+    if args.simulate is not None:
         from runner_queue_fallback.tools.simulate.run import (  # noqa: PLC0415  # only for --simulate
             preflight_on_the_fake,
         )
 
-        return preflight_on_the_fake(input_flags(args), main=ctx.main)
+        scenario = args.simulate or None
+        return preflight_on_the_fake(input_flags(args), main=ctx.main, scenario=scenario)
     environ = with_runners_token(with_token(ctx.environ, args.token_env), args.runners_token_env)
     environ.update({env_name(k): v for k, v in input_flags(args).items()})
     if args.repository:

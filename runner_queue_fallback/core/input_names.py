@@ -1,13 +1,15 @@
 """The names of the two actions' inputs, and the name a typo meant, in one light module.
 
-`inputs` (with pydantic) validates them; the composition root lists them in `--help` without
-loading pydantic. A test compares both tuples with `action.yml` and the guard manifests.
+The names come from the tables of `input_table`; `inputs` (with pydantic) validates the values,
+and the composition root lists the names in `--help` without loading pydantic.
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
+
+from runner_queue_fallback.core.input_table import COORDINATOR, GUARD
 
 __all__ = [
     "COORDINATOR_INPUTS",
@@ -23,43 +25,13 @@ __all__ = [
 TOKEN_VARIABLES = ("INPUT_TOKEN", "GITHUB_TOKEN")
 
 #: Every coordinator input, as spelled in action.yml.
-COORDINATOR_INPUTS = (
-    "workflow",
-    "workflow-ref",
-    "source-ref",
-    "source-sha",
-    "runner-type",
-    "queue-policy",
-    "queue-timeout-minutes",
-    "execution-timeout-minutes",
-    "admission-timeout-minutes",
-    "runners",
-    "hosted-last-resort",
-    "workload",
-    "source-policy",
-    "api-version",
-    "token",
-    "runners-token",
-)
+COORDINATOR_INPUTS = tuple(COORDINATOR)
 #: The inputs that hold a credential: no flag takes one, and none is ever printed or sent on.
-SECRET_INPUTS = ("token", "runners-token")
+SECRET_INPUTS = tuple(name for name, item in COORDINATOR.items() if item.secret)
 #: Where `preflight` finds `runners-token` unless `--runners-token-env` names a variable.
 RUNNERS_TOKEN_VARIABLE = "INPUT_RUNNERS-TOKEN"  # noqa: S105  # a variable name, not a secret
-#: Every guard input, as spelled in guard/action.yml: five dispatched values, the coordinator's
-#: workflow file name(s) and ref, how near a spent quota's reset it waits for, the API version and
-#: the token.
-GUARD_INPUTS = (
-    "request-id",
-    "parent-run-id",
-    "parent-run-attempt",
-    "source-ref",
-    "source-sha",
-    "coordinator-workflow",
-    "coordinator-ref",
-    "guard-quota-wait-minutes",
-    "api-version",
-    "token",
-)
+#: Every guard input, as spelled in guard/action.yml.
+GUARD_INPUTS = tuple(GUARD)
 
 
 def closest(given: str, options: Iterable[str]) -> str | None:

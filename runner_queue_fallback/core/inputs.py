@@ -13,11 +13,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, cast
 
 from pydantic import BaseModel, ConfigDict, SecretStr
 
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.api_versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
 from runner_queue_fallback.core.errors import InputError, InputErrors
 from runner_queue_fallback.core.hosted import hosted_candidate, hosted_problem
 from runner_queue_fallback.core.input_names import (
@@ -26,9 +27,9 @@ from runner_queue_fallback.core.input_names import (
     TOKEN_VARIABLES,
     closest,
 )
+from runner_queue_fallback.core.input_table import COORDINATOR, GUARD, Input
 from runner_queue_fallback.core.overrides import parse_json, resolve_runners
 from runner_queue_fallback.core.profiles import Candidate, Profile
-from runner_queue_fallback.github.versions import API_VERSION_CHOICES, AUTO, ApiVersionSetting
 
 __all__ = [
     "CHILD_INPUTS",
@@ -36,6 +37,7 @@ __all__ = [
     "FULL_SHA",
     "GUARD_INPUTS",
     "OTHER_RULES",
+    "RULES",
     "TOKEN_VARIABLES",
     "CoordinatorInputs",
     "GuardInputs",
@@ -79,6 +81,9 @@ _WORKLOAD_MAX_CHARS = 60_000
 
 T = TypeVar("T")
 S = TypeVar("S", bound=str)
+#: A rule: the input's name and its given value in; the value as the program uses it out, or an
+#: InputError naming the input.
+Rule = Callable[[str, str], object]
 
 
 def env_name(name: str) -> str:
@@ -108,7 +113,7 @@ class PoolSettings(BaseModel):
     candidates: tuple[Candidate, ...]
     overridden: bool
     #: the total a sequence may wait for API quota before its dispatches (0: not at all)
-    admission_timeout_minutes: int = timing.DEFAULT_ADMISSION_MINUTES
+    admission_timeout_minutes: int
 
 
 class CoordinatorInputs(BaseModel):
@@ -148,7 +153,7 @@ class GuardInputs(BaseModel):
     token: SecretStr
     api_version: ApiVersionSetting = AUTO
     #: how near a spent quota's reset may be for the guard to wait for it (0: it never waits)
-    quota_wait_minutes: int = timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES
+    quota_wait_minutes: int
 
 
 class RunContext(BaseModel):
@@ -191,25 +196,46 @@ def how_to_supply(name: str, *, flags: bool) -> str:
 
 
 class _Reader:
-    """Reads inputs one by one and collects every error instead of stopping at the first."""
+    """Reads inputs one by one and collects every error instead of stopping at the first.
 
-    def __init__(self, environ: Mapping[str, str], *, flags: bool = True) -> None:
+    Each input's rule, default and whether it is needed come from its row of `inputs` (a table).
+    """
+
+    def __init__(
+        self, environ: Mapping[str, str], inputs: Mapping[str, Input], *, flags: bool = True
+    ) -> None:
         self.environ = environ
+        self.inputs = inputs
         self.flags = flags
         self.errors: list[InputError] = []
 
-    def get(self, name: str, parse: Callable[[str, str], T], default: T, *, required: bool) -> T:
+    def get(self, name: str, absent: T, rule: Rule | None = None) -> T:
+        """The input checked by its rule; omitted, its default by the same rule, else `absent`.
+
+        `rule` replaces the table's where the allowed values are known only now (the runner types).
+        """
+        item = self.inputs[name]
+        check = rule or RULES[item.rule]
+        if _raw(self.environ, name) is None and item.default is not None and not item.needed:
+            return cast("T", check(name, item.default))
+        return self._read(name, check, absent, required=item.needed)
+
+    def check(self, name: str) -> None:
+        """Check the input by its rule if it is given; omitted, it is no error here."""
+        self._read(name, RULES[self.inputs[name].rule], None, required=False)
+
+    def _read(self, name: str, rule: Rule, absent: T, *, required: bool) -> T:
         raw = _raw(self.environ, name)
         if raw is None:
             if required:
                 how = how_to_supply(name, flags=self.flags)
                 self.errors.append(InputError(name, f"is required and was not supplied: {how}"))
-            return default
+            return absent
         try:
-            return parse(name, raw)
+            return cast("T", rule(name, raw))
         except InputError as error:
             self.errors.append(error)
-            return default
+            return absent
 
     def done(self) -> None:
         if self.errors:
@@ -412,19 +438,33 @@ def _token(name: str, raw: str) -> SecretStr:
     return SecretStr(raw)
 
 
-_source_policy: Callable[[str, str], SourcePolicy] = _choice(("current", "pinned-after-start"))
-#: The rule of every coordinator input outside the pool settings. `coordinate` and `preflight`
-#: require them; `plan` and `simulate` check each one that is given by the same rule.
-OTHER_RULES: Mapping[str, Callable[[str, str], object]] = {
-    "workflow": _workflow,
-    "workflow-ref": _workflow_ref,
+#: Every rule the tables name but two: `runner-type` and `runners` are checked against the
+#: profiles, in `_read_pools`.
+RULES: Mapping[str, Rule] = {
+    "workflow-file": _workflow,
+    "workflow-files": _workflow_files,
+    "branch-or-tag-name": _workflow_ref,
+    "branch-or-tag-ref": _branch_or_tag_ref,
     "source-ref": _source_ref,
-    "source-sha": _sha,
-    "workload": _workload,
-    "source-policy": _source_policy,
+    "full-sha": _sha,
+    "queue-policy": _choice(("standard", "extended")),
+    "queue-minutes": _minutes,
+    "execution-minutes": _execution_minutes,
+    "admission-minutes": _admission_minutes,
+    "guard-quota-minutes": guard_quota_wait_minutes,
+    "single-line": _text,
+    "positive-whole-number": _positive_int,
+    "json-object": _workload,
+    "source-policy": _choice(("current", "pinned-after-start")),
     "api-version": _choice(API_VERSION_CHOICES),
     "token": _token,
-    "runners-token": _token,
+}
+#: The rules checked against the profiles rather than by `RULES`.
+PROFILE_RULES = ("runner-type", "runners")
+#: The rule of every coordinator input outside the pool settings. `coordinate` and `preflight`
+#: require them; `plan` and `simulate` check each one that is given by the same rule.
+OTHER_RULES: Mapping[str, Rule] = {
+    name: RULES[item.rule] for name, item in COORDINATOR.items() if not item.pool
 }
 
 
@@ -434,10 +474,10 @@ def read_pool_settings(environ: Mapping[str, str], profiles: Mapping[str, Profil
     Every other coordinator input that is given is checked by its own rule too (not required):
     a command that needs only the pools accepts nothing that `coordinate` would refuse.
     """
-    reader = _Reader(environ)
+    reader = _Reader(environ, COORDINATOR)
     settings = _read_pools(reader, profiles)
-    for name, rule in OTHER_RULES.items():
-        reader.get(name, rule, None, required=False)
+    for name in OTHER_RULES:
+        reader.check(name)
     reader.done()
     assert settings is not None  # noqa: S101  # done() raised if anything was missing
     return settings
@@ -445,25 +485,13 @@ def read_pool_settings(environ: Mapping[str, str], profiles: Mapping[str, Profil
 
 def _read_pools(reader: _Reader, profiles: Mapping[str, Profile]) -> PoolSettings | None:
     types = tuple(sorted(profiles))
-    runner_type = reader.get("runner-type", _choice(types), None, required=True)
-    policy: QueuePolicy = reader.get(
-        "queue-policy", _choice(("standard", "extended")), "standard", required=False
-    )
-    minutes = reader.get("queue-timeout-minutes", _minutes, None, required=False)
-    execution = reader.get(
-        "execution-timeout-minutes",
-        _execution_minutes,
-        timing.DEFAULT_EXECUTION_MINUTES,
-        required=False,
-    )
-    admission = reader.get(
-        "admission-timeout-minutes",
-        _admission_minutes,
-        timing.DEFAULT_ADMISSION_MINUTES,
-        required=False,
-    )
+    runner_type: str | None = reader.get("runner-type", None, _choice(types))
+    policy: QueuePolicy = reader.get("queue-policy", "standard")
+    minutes: float | None = reader.get("queue-timeout-minutes", None)
+    execution = reader.get("execution-timeout-minutes", 0)
+    admission = reader.get("admission-timeout-minutes", 0)
     raw_runners = _raw(reader.environ, "runners")
-    hosted = reader.get("hosted-last-resort", _text, None, required=False)
+    hosted: str | None = reader.get("hosted-last-resort", None)
     if runner_type is None:
         return None
     profile = profiles[runner_type]
@@ -552,17 +580,17 @@ def read_coordinator_inputs(
     environ: Mapping[str, str], profiles: Mapping[str, Profile]
 ) -> CoordinatorInputs:
     """Read and validate every coordinator input; raise InputErrors listing every problem."""
-    reader = _Reader(environ)
-    workflow = reader.get("workflow", _workflow, "", required=True)
-    workflow_ref = reader.get("workflow-ref", _workflow_ref, "", required=True)
-    source_ref = reader.get("source-ref", _source_ref, "", required=True)
-    source_sha = reader.get("source-sha", _sha, "", required=True)
+    reader = _Reader(environ, COORDINATOR)
+    workflow = reader.get("workflow", "")
+    workflow_ref = reader.get("workflow-ref", "")
+    source_ref = reader.get("source-ref", "")
+    source_sha = reader.get("source-sha", "")
     pools = _read_pools(reader, profiles)
-    workload = reader.get("workload", _workload, "{}", required=False)
-    source_policy = reader.get("source-policy", _source_policy, "current", required=False)
-    token = reader.get("token", _token, SecretStr(""), required=True)
-    runners_token = reader.get("runners-token", _token, SecretStr(""), required=False)
-    api_version = _read_api_version(reader)
+    workload = reader.get("workload", "")
+    source_policy: SourcePolicy = reader.get("source-policy", "current")
+    token = reader.get("token", SecretStr(""))
+    runners_token = reader.get("runners-token", SecretStr(""))
+    api_version: ApiVersionSetting = reader.get("api-version", AUTO)
     reader.done()
     assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
     return CoordinatorInputs(
@@ -581,23 +609,18 @@ def read_coordinator_inputs(
 
 def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     """Read and validate the guard's inputs."""
-    reader = _Reader(environ, flags=False)
-    request_id = reader.get("request-id", _text, "", required=True)
-    parent_run_id = reader.get("parent-run-id", _positive_int, 0, required=True)
-    parent_run_attempt = reader.get("parent-run-attempt", _positive_int, 0, required=True)
-    source_ref = reader.get("source-ref", _source_ref, "", required=True)
-    source_sha = reader.get("source-sha", _sha, "", required=True)
+    reader = _Reader(environ, GUARD, flags=False)
+    request_id = reader.get("request-id", "")
+    parent_run_id = reader.get("parent-run-id", 0)
+    parent_run_attempt = reader.get("parent-run-attempt", 0)
+    source_ref = reader.get("source-ref", "")
+    source_sha = reader.get("source-sha", "")
     none: tuple[str, ...] = ()
-    coordinators = reader.get("coordinator-workflow", _workflow_files, none, required=False)
-    coordinator_ref = reader.get("coordinator-ref", _branch_or_tag_ref, "", required=False)
-    quota_wait = reader.get(
-        "guard-quota-wait-minutes",
-        guard_quota_wait_minutes,
-        timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES,
-        required=False,
-    )
-    token = reader.get("token", _token, SecretStr(""), required=True)
-    api_version = _read_api_version(reader)
+    coordinators = reader.get("coordinator-workflow", none)
+    coordinator_ref = reader.get("coordinator-ref", "")
+    quota_wait = reader.get("guard-quota-wait-minutes", 0)
+    token = reader.get("token", SecretStr(""))
+    api_version: ApiVersionSetting = reader.get("api-version", AUTO)
     reader.done()
     return GuardInputs(
         request_id=request_id,
@@ -611,14 +634,6 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         api_version=api_version,
         quota_wait_minutes=quota_wait,
     )
-
-
-def _read_api_version(reader: _Reader) -> ApiVersionSetting:
-    """The `api-version` input: auto (the default), 2026-03-10 or 2022-11-28."""
-    version: ApiVersionSetting = reader.get(
-        "api-version", _choice(API_VERSION_CHOICES), AUTO, required=False
-    )
-    return version
 
 
 def read_run_context(environ: Mapping[str, str], *, in_a_run: bool = True) -> RunContext:

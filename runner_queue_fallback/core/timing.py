@@ -34,8 +34,7 @@ SHORT_QUEUE_MINUTES: Final = 2
 BROKER_DELAY_SECONDS: Final = 60.0
 REQUEUE_SECONDS: Final = 60.0
 
-# "Defaults allow 180 minutes of execution"
-DEFAULT_EXECUTION_MINUTES: Final = 180
+# "Defaults allow 180 minutes of execution": the default is in core/input_table.py
 EXECUTION_MINUTES_MAX: Final = 4320  # 3 days; a job on a self-hosted runner may run up to 5
 
 # GitHub ends a job on a GitHub-hosted runner after 6 hours: a coordinator there must fit in it.
@@ -81,8 +80,8 @@ PATIENT_RATE_LIMIT_WAITS: Final = 4
 # Admission before a dispatch: when the quota is short, the wait until the reset gets a random
 # extra of up to this much, so coordinators that waited together do not all wake together.
 ADMISSION_SPREAD_SECONDS: Final = 300.0
-# `admission-timeout-minutes`: the default total a sequence may wait for admission, and its bounds.
-DEFAULT_ADMISSION_MINUTES: Final = 60
+# `admission-timeout-minutes`: the most a sequence may wait for admission in all (its default is
+# in core/input_table.py).
 ADMISSION_MINUTES_MAX: Final = HOSTED_JOB_LIMIT_MINUTES
 
 # The post step may wait this long in all after a cancellation: GitHub ends a post step 5 minutes
@@ -114,10 +113,10 @@ QUEUE_CHECKS_SECONDS: Final = 900.0
 
 # -- the guard's wait for a spent quota (a departure: docs/departures.md) -----------------------
 
-# `guard-quota-wait-minutes`: a guard refused for a spent primary quota whose reset is at most
-# this far away waits for it and runs every check again (0: it fails closed at once, as the
-# spec's two-minute initial check does). No reset is more than an hour away: 60 is the most.
-DEFAULT_GUARD_QUOTA_WAIT_MINUTES: Final = 10
+# `guard-quota-wait-minutes` (its default is in core/input_table.py): a guard refused for a spent
+# primary quota whose reset is at most this far away waits for it and runs every check again (0:
+# it fails closed at once, as the spec's two-minute initial check does). No reset is more than an
+# hour away: 60 is the most.
 GUARD_QUOTA_WAIT_MINUTES_MAX: Final = 60
 # The longest a guard that waits can take before its workload starts, in minutes: its initial
 # check (up to 2 minutes), the wait, and every check again (up to 2 minutes).

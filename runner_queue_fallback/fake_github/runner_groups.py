@@ -2,21 +2,41 @@
 
 github-api.md 13: `GET /orgs/{org}/actions/runner-groups` (paginated, `per_page` <= 100), a
 group's `repositories` and `runners`, `GET /orgs/{org}/actions/permissions/self-hosted-runners`
-and the repository's own `GET /repos/{owner}/{repo}/actions/runners`. `GITHUB_TOKEN` reads none of
-them (403): only a token in `readers` does; a token in `expired` is answered 401 everywhere here.
+with its `repositories`, and the repository's own `GET /repos/{owner}/{repo}/actions/runners`.
+`GITHUB_TOKEN` reads none of them (403): only a token in `readers` does; a token in `expired` is
+answered 401 everywhere here. Repositories are served whole, in the schema of each endpoint
+(`full-repository`, `minimal-repository`, `repository`) and of the API version asked for.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-__all__ = ["FakeRunner", "FakeRunnerGroup", "OrgRunners"]
+from pydantic import ConfigDict
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from runner_queue_fallback.fake_github.render import Renderer
+
+__all__ = [
+    "STAND_IN_TOKEN",
+    "FakeRunner",
+    "FakeRunnerGroup",
+    "GroupSpec",
+    "OrgRunners",
+    "RunnerGroupsSpec",
+]
 
 Visibility = Literal["all", "selected", "private"]
 _NEEDS = "Resource not accessible by integration"
+#: The runners token a scenario's organisation accepts (`preflight --simulate`): no real token.
+STAND_IN_TOKEN = "ghs_standinrunnerstoken0123456789abcdef"  # noqa: S105 (the fake's own, not a secret)
+_STRICT: ConfigDict = ConfigDict(extra="forbid")
 
 
 @dataclass
@@ -57,6 +77,12 @@ class OrgRunners:
     policy_repositories: tuple[str, ...] = ()
     readers: set[str] = field(default_factory=set)
     expired: set[str] = field(default_factory=set)
+    #: Tokens that see the repository itself (`GET /repos/{owner}/{repo}`); None: every token.
+    repository_readers: set[str] | None = None
+    #: Tokens with "Actions policies" (read), for the policy's endpoints; None: `readers`.
+    policy_readers: set[str] | None = None
+    #: False: a server release without the self-hosted-runner policy endpoints (GHES 3.17: 404).
+    serves_policy: bool = True
 
     def add_group(self, name: str, **settings: Any) -> FakeRunnerGroup:  # the group's fields
         """Add a group (ids from 2; the Default group is 1 when added by name `Default`)."""
@@ -73,22 +99,40 @@ class OrgRunners:
         )
 
     def serve(
-        self, path: str, params: Mapping[str, str], token: str, repository: str
+        self,
+        path: str,
+        params: Mapping[str, str],
+        token: str,
+        render: Renderer,
+        version: str,
     ) -> tuple[int, Any, int] | None:
         """(status, body, pages) for one GET, or None when the path is none of these endpoints."""
-        route = self._match(path, repository)
+        route = self._match(path, render.repository)
         if route is None:
             return None
         if token in self.expired:
             return 401, {"message": "Bad credentials", "status": "401"}, 1
         kind, found = route
-        if kind == "repository":
-            return 200, self._repository(repository), 1
-        if kind != "repo-runners" and self.owner_type == "User":
+        repos = _Repositories(render, version, private=self.private, owner_type=self.owner_type)
+        if self._hidden(kind, token):
             return 404, {"message": "Not Found", "status": "404"}, 1
-        if token not in self.readers:
+        if kind == "repository":
+            return 200, repos.full(render.repository), 1
+        policy_readers = self.readers if self.policy_readers is None else self.policy_readers
+        if token not in (policy_readers if kind.startswith("policy") else self.readers):
             return 403, {"message": _NEEDS, "status": "403"}, 1
-        return self._answer(kind, found, params, repository)
+        return self._answer(kind, found, params, repos)
+
+    def _hidden(self, kind: str, token: str) -> bool:
+        """Whether to answer 404: the repository hidden from the token, or an endpoint absent.
+
+        Absent: the policy's on a server without them; an organisation's for a user's repository.
+        """
+        if kind == "repository":
+            return self.repository_readers is not None and token not in self.repository_readers
+        if kind.startswith("policy") and not self.serves_policy:
+            return True
+        return kind != "repo-runners" and self.owner_type == "User"
 
     def _match(self, path: str, repository: str) -> tuple[str, dict[str, str]] | None:
         if path.lower() == f"/repos/{repository}".lower():
@@ -101,32 +145,33 @@ class OrgRunners:
             ("group-repos", rf"/orgs/{org}/actions/runner-groups/(?P<id>\d+)/repositories"),
             ("group-runners", rf"/orgs/{org}/actions/runner-groups/(?P<id>\d+)/runners"),
             ("policy", rf"/orgs/{org}/actions/permissions/self-hosted-runners"),
+            ("policy-repos", rf"/orgs/{org}/actions/permissions/self-hosted-runners/repositories"),
         ):
             match = re.fullmatch(pattern, path, flags=re.IGNORECASE)
             if match:
                 return kind, match.groupdict()
         return None
 
-    def _repository(self, repository: str) -> dict[str, Any]:
-        owner = repository.split("/", maxsplit=1)[0]
-        return {
-            "id": 1296269,
-            "name": repository.split("/")[1],
-            "full_name": repository,
-            "private": self.private,
-            "visibility": "private" if self.private else "public",
-            "owner": {"login": owner, "id": 1, "type": self.owner_type},
-        }
-
     def _answer(
-        self, kind: str, found: Mapping[str, str], params: Mapping[str, str], repository: str
+        self,
+        kind: str,
+        found: Mapping[str, str],
+        params: Mapping[str, str],
+        repos: _Repositories,
     ) -> tuple[int, Any, int]:
         per_page = min(100, int(params.get("per_page", "30")))
         page = max(1, int(params.get("page", "1")))
         if kind == "policy":
-            return 200, {"enabled_repositories": self.enabled_repositories}, 1
-        if kind == "groups":
-            items: list[Any] = [self._group(g) for g in self.groups]
+            body: dict[str, str] = {"enabled_repositories": self.enabled_repositories}
+            if self.enabled_repositories == "selected":
+                url = f"{repos.api_url}/orgs/{self.org}/actions/permissions/self-hosted-runners"
+                body["selected_repositories_url"] = f"{url}/repositories"
+            return 200, body, 1
+        if kind == "policy-repos":
+            items: list[Any] = [repos.standard(name) for name in self.policy_repositories]
+            key = "repositories"
+        elif kind == "groups":
+            items = [self._group(g, repos.api_url) for g in self.groups]
             key = "runner_groups"
         elif kind == "repo-runners":
             items = [self._runner(r) for r in self.runners if r.group_id == 0]
@@ -139,14 +184,13 @@ class OrgRunners:
                 items = [self._runner(r) for r in self.runners if r.group_id == group.id]
                 key = "runners"
             else:
-                items = [{"full_name": name} for name in group.selected_repositories]
+                items = [repos.minimal(name) for name in group.selected_repositories]
                 key = "repositories"
-        del repository
         shown = items[(page - 1) * per_page : page * per_page]
         return 200, {"total_count": len(items), key: shown}, max(1, -(-len(items) // per_page))
 
-    def _group(self, group: FakeRunnerGroup) -> dict[str, Any]:
-        url = f"/orgs/{self.org}/actions/runner-groups/{group.id}"
+    def _group(self, group: FakeRunnerGroup, api_url: str) -> dict[str, Any]:
+        url = f"{api_url}/orgs/{self.org}/actions/runner-groups/{group.id}"
         return {
             "id": group.id,
             "name": group.name,
@@ -175,3 +219,129 @@ class OrgRunners:
                 for i, name in enumerate(runner.labels)
             ],
         }
+
+
+@dataclass(frozen=True)
+class _Repositories:
+    """Repositories of the organisation, each rendered like the world's own (its URLs moved)."""
+
+    render: Renderer
+    version: str
+    private: bool
+    owner_type: str
+
+    @property
+    def api_url(self) -> str:
+        return self.render.api_url
+
+    def minimal(self, full_name: str) -> dict[str, Any]:
+        """A `minimal-repository`."""
+        text = json.dumps(self.render.repo()).replace(self.render.repository, full_name)
+        body: dict[str, Any] = json.loads(text)
+        body["name"] = full_name.split("/", 1)[1]
+        body["owner"] |= {"login": full_name.split("/", 1)[0], "type": self.owner_type}
+        body["private"] = self.private if full_name == self.render.repository else True
+        return body
+
+    def standard(self, full_name: str) -> dict[str, Any]:
+        """A `repository` (`has_downloads` left it in 2026-03-10)."""
+        body = self.minimal(full_name)
+        web = f"{self.render.server_url}/{full_name}"
+        host = web.split("://", 1)[-1].split("/", 1)[0]
+        stamp = self.render.time(0)
+        body |= {
+            "archived": False,
+            "clone_url": f"{web}.git",
+            "created_at": stamp,
+            "default_branch": "main",
+            "disabled": False,
+            "forks": 0,
+            "forks_count": 0,
+            "git_url": f"git://{host}/{full_name}.git",
+            "has_issues": True,
+            "has_pages": False,
+            "has_projects": True,
+            "has_wiki": True,
+            "homepage": None,
+            "language": None,
+            "license": None,
+            "mirror_url": None,
+            "open_issues": 0,
+            "open_issues_count": 0,
+            "pushed_at": stamp,
+            "size": 0,
+            "ssh_url": f"git@{host}:{full_name}.git",
+            "stargazers_count": 0,
+            "svn_url": web,
+            "updated_at": stamp,
+            "watchers": 0,
+            "watchers_count": 0,
+        }
+        if self.version != "2026-03-10":
+            body["has_downloads"] = True
+        return body
+
+    def full(self, full_name: str) -> dict[str, Any]:
+        """A `full-repository`: the repository, its owner's type and its visibility."""
+        body = self.standard(full_name)
+        body.pop("has_downloads", None)
+        body |= {
+            "has_discussions": False,
+            "network_count": 0,
+            "subscribers_count": 0,
+            "visibility": "private" if body["private"] else "public",
+        }
+        return body
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """A scenario's runner group: its name and the settings `runner-groups-org` shows."""
+
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
+
+    name: str
+    visibility: Visibility = "all"
+    selected_repositories: tuple[str, ...] = ()
+    allows_public_repositories: bool = False
+    restricted_to_workflows: bool = False
+    selected_workflows: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunnerGroupsSpec:
+    """A scenario's organisation: its groups and self-hosted-runner policy.
+
+    A pool's group not named in `groups` has the defaults; `STAND_IN_TOKEN` reads them all.
+    """
+
+    __pydantic_config__: ClassVar[ConfigDict] = _STRICT
+
+    groups: tuple[GroupSpec, ...] = ()
+    private: bool = True
+    enabled_repositories: Literal["all", "selected", "none"] = "all"
+    policy_repositories: tuple[str, ...] = ()
+
+    def build(
+        self, repository: str, pools: Iterable[tuple[str, tuple[str, ...], int]]
+    ) -> OrgRunners:
+        """The organisation of `repository`: these groups, then each pool's runners.
+
+        `pools` are (group, labels, count); their runners are online and idle.
+        """
+        org = OrgRunners(
+            repository.split("/", 1)[0],
+            private=self.private,
+            enabled_repositories=self.enabled_repositories,
+            policy_repositories=self.policy_repositories,
+            readers={STAND_IN_TOKEN},
+        )
+        for group in self.groups:
+            settings = {k: v for k, v in vars(group).items() if k != "name"}
+            org.add_group(group.name, **settings)
+        for group_name, labels, count in pools:
+            if all(g.name != group_name for g in org.groups):
+                org.add_group(group_name)
+            for _ in range(count):
+                org.add_runner(group_name, labels)
+        return org

@@ -19,6 +19,7 @@ events:
 parent: {run_id: 4242, attempt: 1}
 refs: {heads/feature: null}
 platform: {requeue: visible, zombies: [2], unheeded_cancel: true}   # GitHub's 2026 surprises
+runner_groups: {groups: [{name: nv-cpu-general, restricted_to_workflows: true}]}   # the org's
 ```
 """
 
@@ -32,10 +33,12 @@ import yaml
 from pydantic import ConfigDict, TypeAdapter
 
 from runner_queue_fallback.core.clock import Clock
+from runner_queue_fallback.core.labels import label_names
 from runner_queue_fallback.fake_github.actions import CHILD_INPUTS, WorkerHook
 from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
 from runner_queue_fallback.fake_github.limits import SecondaryLimits
 from runner_queue_fallback.fake_github.model import Platform, Timings, Workload
+from runner_queue_fallback.fake_github.runner_groups import RunnerGroupsSpec
 from runner_queue_fallback.fake_github.world import (
     API_VERSIONS,
     ETagPolicy,
@@ -143,6 +146,8 @@ class Scenario:
     api_versions: tuple[str, ...] = tuple(sorted(API_VERSIONS))
     #: what GitHub does beyond the tidy model: re-queues, runs without a job, unheeded cancels
     platform: Platform = field(default_factory=Platform)
+    #: the organisation's runner groups and policy, read with a runners token (None: not served)
+    runner_groups: RunnerGroupsSpec | None = None
 
     @classmethod
     def from_mapping(cls, data: Mapping[str, Any]) -> Scenario:
@@ -206,6 +211,11 @@ class Scenario:
                 runners=pool.runners,
                 busy=pool.busy,
                 workload=pool.workload,
+            )
+        if self.runner_groups is not None:
+            world.org_runners = self.runner_groups.build(
+                self.repository,
+                [(p.group, label_names(p.labels), p.runners) for p in self.pools if not p.hosted],
             )
         if self.parent is not None:
             p = self.parent

@@ -478,7 +478,9 @@ class FakeGitHub(ActionsModel):
     def _route(self, request: _Request) -> _Served:
         if self.org_runners is not None and request.method == "GET":
             token = request.headers.get("authorization", "").split(" ", 1)[-1].strip()
-            served = self.org_runners.serve(request.path, request.params, token, self.repository)
+            served = self.org_runners.serve(
+                request.path, request.params, token, self.render, request.version
+            )
             if served is not None:
                 status, body, pages = served
                 page = max(1, int(request.params.get("page", "1")))

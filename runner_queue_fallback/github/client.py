@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Final
 
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.api_versions import NEWER
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.github.calls import Calls
 from runner_queue_fallback.github.listing import Listing, WindowListing
@@ -34,7 +35,7 @@ from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.github.runner_groups import RunnerReads
 from runner_queue_fallback.github.runs import Runs
 from runner_queue_fallback.github.transport import USER_AGENT, Transport, api_path
-from runner_queue_fallback.github.versions import NEWER, VersionNegotiation
+from runner_queue_fallback.github.versions import VersionNegotiation
 
 if TYPE_CHECKING:
     import requests

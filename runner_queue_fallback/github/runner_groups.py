@@ -1,8 +1,9 @@
 """The runner groups, their runners and the organisation's self-hosted-runner policy (reads only).
 
 github-api.md 13. These endpoints need a token `GITHUB_TOKEN` is not: organisation "Self-hosted
-runners" (read) and "Actions policies" (read) for a fine-grained or App token. Every list is read
-whole, page by page (`per_page=100`), so a group is never judged missing from one page.
+runners" (read) and "Actions policies" (read) for a fine-grained or App token, and repository
+"Administration" (read) for the repository's own runners. Every list is read whole, page by page
+(`per_page=100`), so a group is never judged missing from one page.
 """
 
 from __future__ import annotations
@@ -80,17 +81,17 @@ class _Repo(_Reply):
 
 
 class _GroupPage(_Reply):
-    total_count: int
+    total_count: int | None = None  # a page without it ends the listing when it is short
     runner_groups: list[RunnerGroup]
 
 
 class _RunnerPage(_Reply):
-    total_count: int
+    total_count: int | None = None
     runners: list[Runner]
 
 
 class _RepoPage(_Reply):
-    total_count: int
+    total_count: int | None = None  # the policy's listing does not promise it
     repositories: list[_Repo]
 
 
@@ -130,6 +131,13 @@ class RunnerReads:
         path = api_path("orgs", org, "actions", "permissions", "self-hosted-runners")
         return self._calls.get(path, {}, OrgPolicy, None)
 
+    def policy_repositories(self, org: str) -> list[str]:
+        """The repositories a `selected` self-hosted-runner policy enables, all pages."""
+        path = api_path(
+            "orgs", org, "actions", "permissions", "self-hosted-runners", "repositories"
+        )
+        return [r.full_name for page in self._pages(path, _RepoPage) for r in page.repositories]
+
     def repository_runners(self) -> list[Runner]:
         """The repository's own runners, all pages."""
         path = self._calls.path("actions", "runners")
@@ -144,7 +152,7 @@ class RunnerReads:
             pages.append(page)
             count = len(_items(page))
             seen += count
-            if count < _PER_PAGE or seen >= page.total_count:
+            if count < _PER_PAGE or (page.total_count is not None and seen >= page.total_count):
                 break
         return pages
 

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from pydantic import ValidationError
 
+from runner_queue_fallback.core.api_versions import NEWER, OLDER
 from runner_queue_fallback.core.errors import (
     CancelRefused,
     DispatchAmbiguous,
@@ -29,7 +30,7 @@ from runner_queue_fallback.github.models import (
     WorkflowRunList,
 )
 from runner_queue_fallback.github.transport import request_id_note
-from runner_queue_fallback.github.versions import NEWER, OLDER, VersionNegotiation
+from runner_queue_fallback.github.versions import VersionNegotiation
 
 __all__ = ["Runs"]
 

@@ -1,5 +1,6 @@
-"""The REST API versions the action speaks, and how a server says it lacks one.
+"""How a server says it lacks a REST API version, and the one place a run moves to the older one.
 
+The versions themselves, as the `api-version` input spells them, are `core/api_versions.py`'s.
 2026-03-10 is the contract the action prefers: a dispatch answers 200 with the new run's id.
 2022-11-28 is what older GitHub Enterprise Server releases serve: a dispatch answers `204 No
 Content`, and the run is found by its unique run-name. With `auto` (the `api-version` input's
@@ -12,30 +13,11 @@ Ref: https://docs.github.com/rest/about-the-rest-api/api-versions
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Final, Literal
 
+from runner_queue_fallback.core.api_versions import API_VERSION_CHOICES, AUTO, NEWER, OLDER
 from runner_queue_fallback.core.errors import GitHubAPIError
 
-__all__ = [
-    "API_VERSION_CHOICES",
-    "AUTO",
-    "NEWER",
-    "OLDER",
-    "ApiVersionRefused",
-    "ApiVersionSetting",
-    "VersionNegotiation",
-    "refuses_version",
-]
-
-#: The contract whose dispatch reply carries the run id.
-NEWER: Final = "2026-03-10"
-#: The contract of older servers: a dispatch answers 204 without the run.
-OLDER: Final = "2022-11-28"
-AUTO: Final = "auto"
-#: The values of the `api-version` input, as action.yml lists them.
-API_VERSION_CHOICES: Final = (AUTO, NEWER, OLDER)
-
-ApiVersionSetting = Literal["auto", "2026-03-10", "2022-11-28"]
+__all__ = ["ApiVersionRefused", "VersionNegotiation", "refuses_version"]
 
 
 def refuses_version(status: int, message: str, version: str) -> bool:

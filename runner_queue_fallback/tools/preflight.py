@@ -23,6 +23,7 @@ from runner_queue_fallback.action.sequence.child_workflow import (
     read_child,
     workflow_commit,
 )
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
     QuotaSpent,
@@ -32,7 +33,6 @@ from runner_queue_fallback.core.errors import (
     Unauthorized,
 )
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.runner_groups import RunnerReads
 
@@ -50,7 +50,13 @@ UNVERIFIABLE_PERMISSION = (
 )
 _UNVERIFIABLE_GROUP = (
     "runner group `{group}` ({labels}) is granted to {repository} and has runners with these "
-    "labels: only a dispatched job shows it (a job for a group it may not use waits in the queue)"
+    "labels: only a dispatched job shows it (a job for a group it may not use waits in the queue; "
+    '`runners-token` lets preflight read the group: organisation "Self-hosted runners" (read) '
+    'and "Actions policies" (read))'
+)
+_UNVERIFIABLE_RUNNER = (
+    "a runner with each candidate's labels takes its job now: only a dispatched job shows it "
+    "(the runner counts above are a snapshot, shared with other repositories)"
 )
 
 
@@ -96,15 +102,24 @@ def group_checks(
     ]
 
 
-def unverifiable(inputs: CoordinatorInputs, repository: str) -> list[str]:
-    """What cannot be checked without dispatching: `actions: write` and each runner group."""
+def unverifiable(
+    inputs: CoordinatorInputs, repository: str, *, groups_read: bool = False
+) -> list[str]:
+    """What cannot be checked without dispatching: `actions: write` and each runner group.
+
+    With `groups_read` (preflight read the groups), only whether a runner takes the job now.
+    """
     groups: dict[str, list[str]] = {}
     for candidate in inputs.pools.candidates:
         labels = groups.setdefault(candidate.group, [])
         if candidate.label_text not in labels:
             labels.append(candidate.label_text)
+    if groups_read:
+        return [UNVERIFIABLE_PERMISSION, _UNVERIFIABLE_RUNNER]
     return [UNVERIFIABLE_PERMISSION] + [
-        _UNVERIFIABLE_GROUP.format(group=group, labels=", ".join(labels), repository=repository)
+        _UNVERIFIABLE_GROUP.format(
+            group=group or "(none)", labels=", ".join(labels), repository=repository
+        )
         for group, labels in groups.items()
     ]
 
@@ -267,7 +282,9 @@ def run(
         if check.passed is False:
             reporter.error(check.detail, title=f"Preflight: {check.name}")
     reporter.log("Not checked (only a dispatch can show them):")
-    for item in unverifiable(inputs, run_context.repository):
+    for item in unverifiable(
+        inputs, run_context.repository, groups_read=runners_client is not None
+    ):
         reporter.log(f"  - {item}")
     failed = sum(1 for c in checks if c.passed is False)
     sent = client.stats.sent + (runners_client.stats.sent if runners_client else 0)

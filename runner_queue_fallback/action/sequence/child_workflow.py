@@ -17,14 +17,13 @@ from runner_queue_fallback.core.errors import (
     NotFound,
     SequenceError,
 )
-from runner_queue_fallback.tools.lint.child import dispatch_inputs, lint_child
-from runner_queue_fallback.tools.lint.engine import check_dispatch_inputs
-from runner_queue_fallback.tools.lint.model import Finding, Report, parse_workflow
+from runner_queue_fallback.workflow.child import check_dispatch_inputs, dispatch_inputs, lint_child
+from runner_queue_fallback.workflow.model import Finding, Findings, parse_workflow
 
 if TYPE_CHECKING:
     from runner_queue_fallback.action.sequence.context import Sequence
+    from runner_queue_fallback.core.actions_io import Reporter
     from runner_queue_fallback.core.inputs import CoordinatorInputs
-    from runner_queue_fallback.core.report import Reporter
     from runner_queue_fallback.github.client import GitHubClient
     from runner_queue_fallback.github.models import ContentFile
 
@@ -97,7 +96,7 @@ def read_child(client: GitHubClient, inputs: CoordinatorInputs, commit: str) -> 
 
 def child_findings(path: str, text: str) -> list[Finding]:
     """Every finding of lint's child rules and its pair rule on the inputs, for the file's text."""
-    report = Report()
+    report = Findings()
     child = parse_workflow(Path(path), text, report)  # nothing is read: the path names the file
     if child is not None:
         lint_child(child, report)

@@ -16,11 +16,11 @@ from runner_queue_fallback.action.observe import (
     Observation,
     job_mismatches,
 )
-from runner_queue_fallback.core import timing
+from runner_queue_fallback.core import hand_off, timing
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import Cancelled, QuotaSpent, SequenceError
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.retry import Patience
 
@@ -90,7 +90,7 @@ class Sequence:
         judged): the state says so, and the post step then has nothing to read or cancel.
         """
         if run_id is None and self._active is not None:
-            self.report.save_state("child-over", str(self._active))
+            hand_off.save_over(self.report, self._active)
         self._active = run_id
         self.client.patience = Patience.SPEC if run_id is None else Patience.CHILD_EXISTS
 
@@ -108,22 +108,18 @@ class Sequence:
         """The attempt's run is known: remember it (and save it for the post step).
 
         A run found `by_name` may not be the only one bearing the request id: the post step
-        then lists them again (`child-found-by-name`).
+        then lists them again.
         """
         attempt.run_id, attempt.run_url, attempt.job_url = run_id, url, None
         self.active = run_id
         self.in_flight = None
-        self.report.save_state("child-run-id", str(run_id))
-        self.report.save_state("child-request-id", attempt.request_id)
-        self.report.save_state("child-run-url", url)
-        self.report.save_state("child-job-url", "")
-        self.report.save_state("child-found-by-name", attempt.request_id if by_name else "")
+        hand_off.save_child(self.report, run_id, attempt.request_id, url, by_name=by_name)
 
     def add_other(self, run_id: int) -> None:
         """Another run bearing our request id: cleanup cancels it too (so does the post step)."""
         if run_id != self._active and run_id not in self.others:
             self.others.append(run_id)
-            self.report.save_state("child-copies", ",".join(map(str, self.others)))
+            hand_off.save_copies(self.report, self.others)
 
     def observe(self, attempt: Attempt, deadline: float | None = None) -> Observation:
         """Read the child and its job; its identity must match, and a first queued job is noted."""
@@ -153,7 +149,7 @@ class Sequence:
             self.last_queued_read = self.clock.monotonic()
         if job is not None and attempt.job_url is None:
             attempt.job_url = job.html_url or f"{attempt.run_url}/job/{job.id}"
-            self.report.save_state("child-job-url", attempt.job_url)  # the post step's link
+            hand_off.save_job_url(self.report, attempt.job_url)  # the post step's link
         if attempt.queued_at is None and not observation.has_evidence and job is not None:
             attempt.queued_at = self._queued_since(attempt, observation)
             attempt.outcome = "queued"

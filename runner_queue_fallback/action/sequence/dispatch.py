@@ -15,7 +15,7 @@ from runner_queue_fallback.action.observe import Expected
 from runner_queue_fallback.action.sequence import run_name
 from runner_queue_fallback.action.sequence.child_workflow import read_definition
 from runner_queue_fallback.action.sequence.context import Sequence
-from runner_queue_fallback.core import timing
+from runner_queue_fallback.core import hand_off, timing
 from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
     DispatchAmbiguous,
@@ -58,9 +58,7 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         "runner": attempt.candidate.runner_json(),
         "workload": seq.inputs.workload,
     }
-    seq.report.save_state("request-id", attempt.request_id)
-    seq.report.save_state("dispatched-at", seq.clock.now().isoformat())
-    seq.report.save_state("api-version", seq.client.version)  # the post step speaks the same
+    hand_off.save_dispatch(seq.report, attempt.request_id, seq.clock.now(), seq.client.version)
     attempt.dispatched_at = seq.clock.monotonic()
     seq.waited_at_dispatch = seq.client.stats.quota_waited
     seq.in_flight = attempt
@@ -75,10 +73,10 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         # neither this step nor the post step has anything to look for or clean up.
         seq.in_flight = None
         attempt.outcome = REFUSED
-        seq.report.save_state("refused-request-id", attempt.request_id)
+        hand_off.save_refused(seq.report, attempt.request_id)
         raise
     if reply is None:  # the older contract: accepted, run unknown (run_name.py)
-        seq.report.save_state("api-version", seq.client.version)  # a 204 may have moved it
+        hand_off.save_api_version(seq.report, seq.client.version)  # a 204 may have moved it
         run_name.find_dispatched_run(seq, attempt)
         assert attempt.run_url is not None  # noqa: S101  # found, or the search raised
         url = attempt.run_url

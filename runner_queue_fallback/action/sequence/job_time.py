@@ -33,16 +33,16 @@ from runner_queue_fallback.core.errors import (
     SequenceError,
 )
 from runner_queue_fallback.core.inputs import FULL_SHA
-from runner_queue_fallback.tools.lint.coordinator import find_coordinators
-from runner_queue_fallback.tools.lint.model import (
+from runner_queue_fallback.workflow.coordinator_steps import find_coordinators
+from runner_queue_fallback.workflow.model import (
+    Findings,
     Node,
-    Report,
     Workflow,
     is_expression,
     parse_workflow,
     whole_minutes,
 )
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 if TYPE_CHECKING:
     from runner_queue_fallback.action.attempts import Attempt
@@ -216,7 +216,7 @@ def _workflow_path(ctx: RunContext) -> str:
 
 def _timeout_in(path: str, text: str, key: str) -> _Timeout:
     """The job `key`'s timeout-minutes and its coordinator step's, in the file's text."""
-    workflow = parse_workflow(Path(path), text, Report())  # nothing is read: the path names it
+    workflow = parse_workflow(Path(path), text, Findings())  # nothing is read: the path names it
     if workflow is None:
         raise _Unreadable(f"{path} is not a readable workflow")
     job = dict(workflow.jobs()).get(key)

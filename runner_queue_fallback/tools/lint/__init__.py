@@ -14,9 +14,9 @@ import io
 from pathlib import Path
 from typing import TextIO
 
-from runner_queue_fallback.core.report import Reporter, escape_log_line
+from runner_queue_fallback.core.actions_io import Reporter, escape_log_line
 from runner_queue_fallback.tools.lint.engine import LintResult, lint_directory, lint_files
-from runner_queue_fallback.tools.lint.model import RULES, Finding, Rule
+from runner_queue_fallback.workflow.model import RULES, Finding, Rule
 
 __all__ = [
     "NOTHING_TO_CHECK",

@@ -1,6 +1,6 @@
 """Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust.
 
-Long (702 lines) because one rule per function for the coordinator step, and the timeout rules that
+Long (642 lines) because one rule per function for the coordinator step, and the timeout rules that
 replay `plan`.
 """
 
@@ -9,13 +9,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import yaml
 
-from runner_queue_fallback.action.outcome import OUTCOMES
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import COORDINATOR_OUTPUTS
 from runner_queue_fallback.core.input_names import SECRET_INPUTS, closest
+from runner_queue_fallback.core.input_table import COORDINATOR
 from runner_queue_fallback.core.inputs import (
     COORDINATOR_INPUTS,
     CoordinatorInputs,
@@ -25,27 +25,26 @@ from runner_queue_fallback.core.inputs import (
     read_pool_settings,
 )
 from runner_queue_fallback.core.machine import parse_label
+from runner_queue_fallback.core.outcome import OUTCOMES
 from runner_queue_fallback.core.profiles import Profile
-from runner_queue_fallback.core.report import COORDINATOR_OUTPUTS
-from runner_queue_fallback.tools.lint.child import pin_warning
-from runner_queue_fallback.tools.lint.model import (
-    ActionRef,
+from runner_queue_fallback.tools.lint.runners_token import note_runners_token
+from runner_queue_fallback.workflow.child import pin_warning
+from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep
+from runner_queue_fallback.workflow.model import (
+    Findings,
     Node,
-    Report,
-    Workflow,
     events_of,
     has_secret,
     is_checkout,
     is_expression,
     is_false,
-    parse_uses,
     permissions_of,
     whole_minutes,
 )
-from runner_queue_fallback.tools.lint.runners_value import note_runners_expressions, with_stand_ins
-from runner_queue_fallback.tools.plan import Plan, make_plan
+from runner_queue_fallback.workflow.plan import Plan, make_plan
+from runner_queue_fallback.workflow.runners_value import note_runners_expressions
 
-__all__ = ["CoordinatorStep", "execution_minutes", "find_coordinators", "lint_coordinator"]
+__all__ = ["execution_minutes", "lint_coordinator"]
 
 _REQUIRED = ("runner-type", "workflow", "workflow-ref", "source-ref", "source-sha")
 _POOL_INPUTS = (
@@ -58,15 +57,7 @@ _POOL_INPUTS = (
 )
 # Stand-ins for values that are missing (reported by RQF201) or expressions (unknown until the
 # run), so that the action's own validation still checks every literal input.
-_STAND_INS = {
-    "workflow": "runner-worker.yml",
-    "workflow-ref": "main",
-    "source-ref": "refs/heads/main",
-    "source-sha": "0" * 40,
-    "source-policy": "current",
-    "workload": "{}",
-    "token": "stand-in",
-}
+_STAND_INS = {n: i.stand_in for n, i in COORDINATOR.items() if i.stand_in is not None}
 # Values a pull request's author controls.
 # Ref: https://securitylab.github.com/resources/github-actions-untrusted-input/
 _PR_CONTROLLED = re.compile(
@@ -94,44 +85,6 @@ _RUN_REF_MEANS = {
 _HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class CoordinatorStep:
-    """A step that uses the coordinator action, with its job and its `with:` inputs."""
-
-    workflow: Workflow
-    job_id: str
-    job: Node
-    step: Node
-    ref: ActionRef
-    uses_line: int
-    inputs: Mapping[str, Node]
-
-    def text(self, name: str) -> str:
-        """The input's text, stripped ("" when absent)."""
-        node = self.inputs.get(name)
-        return (node.text or "").strip() if node is not None else ""
-
-    def literal(self, name: str) -> str | None:
-        """The input's value when set without an expression; None when absent, blank or dynamic."""
-        value = self.text(name)
-        return value if value and not is_expression(value) else None
-
-    def checkable(self, name: str) -> str | None:
-        """The value lint checks (None: it cannot be checked).
-
-        The literal, or `runners` with stand-ins for expressions inside its JSON strings (RQF221).
-        """
-        if name != "runners":
-            return self.literal(name)
-        value = self.text(name)
-        return with_stand_ins(value) if value else None
-
-    def line(self, name: str) -> int:
-        """The line of the input, or of the `uses:` when it is absent."""
-        node = self.inputs.get(name)
-        return node.line if node is not None else self.uses_line
-
-
 def _input_fix(name: str) -> str:
     """RQF211's fix: the input a typo meant, else every input."""
     near = closest(name, COORDINATOR_INPUTS)
@@ -156,27 +109,8 @@ def execution_minutes(step: CoordinatorStep, profiles: Mapping[str, Profile]) ->
         return None
 
 
-def find_coordinators(workflow: Workflow) -> list[CoordinatorStep]:
-    """Every step of `workflow` that uses the coordinator action."""
-    found = []
-    for job_id, job in workflow.jobs():
-        steps = job.get("steps")
-        for step in steps.seq() if steps is not None else []:
-            uses = step.get("uses")
-            ref = parse_uses(uses.text if uses is not None else None)
-            if uses is None or ref is None or ref.kind != "coordinator":
-                continue
-            with_ = step.get("with")
-            inputs = {
-                name.replace("_", "-"): value
-                for name, value in (with_.items() if with_ is not None else ())
-            }
-            found.append(CoordinatorStep(workflow, job_id, job, step, ref, uses.line, inputs))
-    return found
-
-
 def lint_coordinator(
-    step: CoordinatorStep, report: Report, profiles: Mapping[str, Profile]
+    step: CoordinatorStep, report: Findings, profiles: Mapping[str, Profile]
 ) -> None:
     """Report every coordinator rule broken by `step`."""
     path = step.workflow.path
@@ -199,6 +133,7 @@ def lint_coordinator(
                 _input_fix(name),
             )
     note_runners_expressions(path, step.line("runners"), step.text("runners"), report)
+    note_runners_token(path, step.inputs.get("runners-token"), report)
     inputs = _validate(step, report, profiles)
     hosted = _hosted_label(step.job)
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
@@ -224,7 +159,7 @@ _OUTCOME_COMPARED = re.compile(
 )
 
 
-def _outputs(step: CoordinatorStep, report: Report) -> None:
+def _outputs(step: CoordinatorStep, report: Findings) -> None:
     """RQF219: what the job reads of the coordinator step exists: its outputs, its outcomes.
 
     An output the action does not set is empty, and `outcome` compared with a word it never takes
@@ -280,7 +215,7 @@ def _plannable(step: CoordinatorStep) -> bool:
 
 
 def _validate(
-    step: CoordinatorStep, report: Report, profiles: Mapping[str, Profile]
+    step: CoordinatorStep, report: Findings, profiles: Mapping[str, Profile]
 ) -> CoordinatorInputs | None:
     """Run the action's own input validation on the literal inputs; return them if all pass."""
     plannable = _plannable(step)
@@ -318,7 +253,7 @@ def _job_timeout_line(step: CoordinatorStep) -> int:
 
 
 def _timeout(
-    step: CoordinatorStep, inputs: CoordinatorInputs, hosted: str | None, report: Report
+    step: CoordinatorStep, inputs: CoordinatorInputs, hosted: str | None, report: Findings
 ) -> int:
     """RQF203: the job's timeout covers what `plan` computes; return that figure."""
     plan = make_plan(inputs.pools)
@@ -368,7 +303,7 @@ def _timeout(
     return need
 
 
-def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Report) -> None:
+def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Findings) -> None:
     """RQF203, a warning: the job's timeout also covers what a short API quota may add.
 
     Past the minimum, a wait for quota (admission, a reset) may leave the job too little: the
@@ -408,7 +343,7 @@ def _quota_extra(step: CoordinatorStep, plan: Plan, have: int, report: Report) -
     report.add(step.workflow.path, _job_timeout_line(step), "RQF203", message, fix, level="warning")
 
 
-def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: Findings) -> None:
     """RQF218: a queue deadline under 2 minutes is allowed, but GitHub may not be done by then.
 
     Reported at `queue-timeout-minutes` when that sets a short deadline, else at `runners`.
@@ -428,7 +363,7 @@ def _short_deadlines(step: CoordinatorStep, inputs: CoordinatorInputs, report: R
     )
 
 
-def _other_os(step: CoordinatorStep, inputs: CoordinatorInputs, report: Report) -> None:
+def _other_os(step: CoordinatorStep, inputs: CoordinatorInputs, report: Findings) -> None:
     """RQF220: candidates on macOS or Windows, where only the untried composite guard can run."""
     for warning in make_plan(inputs.pools).os_warnings:
         report.add(
@@ -487,7 +422,7 @@ def _hosted_label(job: Node) -> str | None:
 
 
 def _hosted_timeout(
-    step: CoordinatorStep, hosted: str | None, need: int | None, report: Report
+    step: CoordinatorStep, hosted: str | None, need: int | None, report: Findings
 ) -> None:
     node = step.job.get("timeout-minutes")
     have = whole_minutes(node.text if node is not None else None)
@@ -505,7 +440,7 @@ def _hosted_timeout(
     )
 
 
-def _no_workload(step: CoordinatorStep, report: Report) -> None:
+def _no_workload(step: CoordinatorStep, report: Findings) -> None:
     """RQF212-RQF214: the coordinator job holds no pool runner and runs no workload code."""
     _runner(step, report)
     path = step.workflow.path
@@ -540,7 +475,7 @@ def _checks_out_source(step: Node) -> bool:
     return "".join(repository.split()).lower() in {"", "${{github.repository}}"}
 
 
-def _runner(step: CoordinatorStep, report: Report) -> None:
+def _runner(step: CoordinatorStep, report: Findings) -> None:
     labels, node = _runs_on(step.job)
     if node is None:
         return
@@ -574,7 +509,7 @@ def _runner(step: CoordinatorStep, report: Report) -> None:
         )
 
 
-def _permissions(step: CoordinatorStep, report: Report) -> None:
+def _permissions(step: CoordinatorStep, report: Findings) -> None:
     job_level = step.job.get("permissions")
     node = job_level if job_level is not None else step.workflow.root.get("permissions")
     value = permissions_of(node)
@@ -598,7 +533,7 @@ def _permissions(step: CoordinatorStep, report: Report) -> None:
         )
 
 
-def _trust(step: CoordinatorStep, report: Report) -> None:
+def _trust(step: CoordinatorStep, report: Findings) -> None:
     path = step.workflow.path
     policy = step.text("source-policy")
     if is_expression(policy):
@@ -633,7 +568,7 @@ def _trust(step: CoordinatorStep, report: Report) -> None:
             )
 
 
-def _pull_request(step: CoordinatorStep, report: Report) -> None:
+def _pull_request(step: CoordinatorStep, report: Findings) -> None:
     """RQF215 and RQF216: what a pull-request trigger must not be combined with."""
     events = {name for name, _ in events_of(step.workflow.root.get("on"))}
     triggers = [name for name in _PR_EVENTS if name in events]
@@ -667,7 +602,7 @@ def _pull_request(step: CoordinatorStep, report: Report) -> None:
         )
 
 
-def _concurrency(step: CoordinatorStep, report: Report) -> None:
+def _concurrency(step: CoordinatorStep, report: Findings) -> None:
     if step.literal("source-policy") != "pinned-after-start":
         return
     for owner in (step.workflow.root, step.job):
@@ -684,7 +619,7 @@ def _concurrency(step: CoordinatorStep, report: Report) -> None:
             )
 
 
-def _matrix(step: CoordinatorStep, report: Report) -> None:
+def _matrix(step: CoordinatorStep, report: Findings) -> None:
     strategy = step.job.get("strategy")
     if (
         strategy is None

@@ -8,8 +8,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runner_queue_fallback.core.profiles import Profile, load_profiles
-from runner_queue_fallback.tools.lint.child import (
+from runner_queue_fallback.tools.lint.coordinator import execution_minutes, lint_coordinator
+from runner_queue_fallback.tools.lint.hosted import (
+    hosted_candidates,
+    lint_hosted_child,
+    note_unchecked,
+)
+from runner_queue_fallback.workflow.child import (
     QUOTA_WAIT,
+    check_dispatch_inputs,
     dispatch_inputs,
     find_guard,
     guard_longest_minutes,
@@ -17,30 +24,18 @@ from runner_queue_fallback.tools.lint.child import (
     lint_child,
     worker_job,
 )
-from runner_queue_fallback.tools.lint.coordinator import (
-    CoordinatorStep,
-    execution_minutes,
-    find_coordinators,
-    lint_coordinator,
-)
-from runner_queue_fallback.tools.lint.hosted import (
-    hosted_candidates,
-    lint_hosted_child,
-    note_unchecked,
-)
-from runner_queue_fallback.tools.lint.model import (
-    CHILD_INPUTS,
+from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep, find_coordinators
+from runner_queue_fallback.workflow.model import (
     Finding,
+    Findings,
     Node,
-    Report,
     Workflow,
     is_expression,
-    is_true,
     load_workflow,
     whole_minutes,
 )
 
-__all__ = ["LintResult", "check_dispatch_inputs", "lint_directory", "lint_files"]
+__all__ = ["LintResult", "lint_directory", "lint_files"]
 
 _WORKFLOW_SUFFIXES = (".yml", ".yaml")
 
@@ -79,7 +74,7 @@ def lint_directory(directory: Path, *, profiles: Mapping[str, Profile] | None = 
 
 class _Linter:
     def __init__(self, profiles: Mapping[str, Profile] | None) -> None:
-        self.report = Report()
+        self.report = Findings()
         self.profiles = profiles if profiles is not None else load_profiles()
         self.coordinators: list[Path] = []
         self._loaded: dict[Path, Workflow | None] = {}
@@ -168,7 +163,7 @@ class _Linter:
         return self._child(path)
 
 
-def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | None) -> None:
+def _pair(step: CoordinatorStep, child: Workflow, report: Findings, budget: int | None) -> None:
     trigger = dispatch_inputs(child)
     if trigger is not None:
         check_dispatch_inputs(child, trigger, report, sender=step.workflow.path.name)
@@ -193,7 +188,9 @@ def _pair(step: CoordinatorStep, child: Workflow, report: Report, budget: int | 
     _timeouts(step, child, job, report, budget)
 
 
-def _execution_room(step: CoordinatorStep, guard: Node, report: Report, budget: int | None) -> None:
+def _execution_room(
+    step: CoordinatorStep, guard: Node, report: Findings, budget: int | None
+) -> None:
     """RQF308: the execution timeout (from the runner's allocation) outlasts the guard's start."""
     wait, _ = guard_quota_wait(guard)
     if not wait or budget is None or budget > guard_longest_minutes(wait):
@@ -213,7 +210,7 @@ def _execution_room(step: CoordinatorStep, guard: Node, report: Report, budget: 
 
 
 def _coordinator_workflow(
-    step: CoordinatorStep, child: Workflow, guard: Node, line: int, report: Report
+    step: CoordinatorStep, child: Workflow, guard: Node, line: int, report: Findings
 ) -> None:
     """RQF306: the guard names the coordinator's workflow, so no other run can be its parent."""
     name = step.workflow.path.name
@@ -242,48 +239,8 @@ def _coordinator_workflow(
     )
 
 
-def check_dispatch_inputs(child: Workflow, trigger: Node, report: Report, *, sender: str) -> None:
-    """RQF302: the child declares the seven inputs the coordinator (`sender`) sends, no other."""
-    inputs = trigger.get("inputs")
-    declared = dict(inputs.items()) if inputs is not None else {}
-    missing = [name for name in CHILD_INPUTS if name not in declared]
-    if missing:
-        report.add(
-            child.path,
-            (inputs or trigger).line,
-            "RQF302",
-            f"the child does not declare {', '.join(f'`{n}`' for n in missing)}, which the "
-            f"coordinator ({sender}) sends; GitHub rejects the dispatch",
-            "declare each under `on.workflow_dispatch.inputs` with `required: true` and "
-            "`type: string`",
-        )
-    for name, node in declared.items():
-        if name in CHILD_INPUTS:
-            continue
-        fix = f"remove `{name}` and pass extra data in the `workload` JSON object"
-        if is_true(node.get("required")) and node.get("default") is None:
-            report.add(
-                child.path,
-                node.line,
-                "RQF302",
-                f"the child requires `{name}`, which the coordinator never sends; GitHub rejects "
-                "every dispatch",
-                fix,
-            )
-        else:
-            report.add(
-                child.path,
-                node.line,
-                "RQF302",
-                f"the child declares `{name}`, which the coordinator never sends; it always takes "
-                "its default (or is empty)",
-                fix,
-                level="warning",
-            )
-
-
 def _timeouts(
-    step: CoordinatorStep, child: Workflow, job: Node, report: Report, budget: int | None
+    step: CoordinatorStep, child: Workflow, job: Node, report: Findings, budget: int | None
 ) -> None:
     node = job.get("timeout-minutes")
     text = (node.text or "").strip() if node is not None else ""

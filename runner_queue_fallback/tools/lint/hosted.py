@@ -16,9 +16,9 @@ from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.hosted import BILLED_NOTE
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import Candidate, Profile
-from runner_queue_fallback.tools.lint.child import find_guard
-from runner_queue_fallback.tools.lint.coordinator import CoordinatorStep
-from runner_queue_fallback.tools.lint.model import Node, Report, Workflow
+from runner_queue_fallback.workflow.child import find_guard
+from runner_queue_fallback.workflow.coordinator_steps import CoordinatorStep
+from runner_queue_fallback.workflow.model import Findings, Node, Workflow
 
 __all__ = ["HOSTED_INPUTS", "hosted_candidates", "lint_hosted_child", "note_unchecked"]
 
@@ -49,7 +49,7 @@ def hosted_candidates(step: CoordinatorStep, profiles: Mapping[str, Profile]) ->
     return tuple((n, c) for n, c in enumerate(settings.candidates, start=1) if c.hosted)
 
 
-def note_unchecked(step: CoordinatorStep, report: Report) -> None:
+def note_unchecked(step: CoordinatorStep, report: Findings) -> None:
     """RQF307 as a notice: `runners` or `hosted-last-resort` is an expression."""
     dynamic = [name for name in HOSTED_INPUTS if step.text(name) and not step.checkable(name)]
     if not dynamic:
@@ -71,7 +71,7 @@ def lint_hosted_child(
     step: CoordinatorStep,
     child: Workflow,
     job: Node,
-    report: Report,
+    report: Findings,
     *,
     hosted: Numbered,
     budget: int | None,
@@ -89,7 +89,7 @@ def lint_hosted_child(
     _billed(child, job, where, report)
 
 
-def _guard_first(child: Workflow, job: Node, where: str, report: Report) -> None:
+def _guard_first(child: Workflow, job: Node, where: str, report: Findings) -> None:
     guard = find_guard(job)
     if guard is not None and guard.index == 0:
         return
@@ -108,7 +108,7 @@ def _guard_first(child: Workflow, job: Node, where: str, report: Report) -> None
 
 
 def _fits_the_hosted_job(
-    child: Workflow, job: Node, where: str, budget: int | None, report: Report
+    child: Workflow, job: Node, where: str, budget: int | None, report: Findings
 ) -> None:
     limit = timing.HOSTED_JOB_LIMIT_MINUTES
     if budget is None or budget <= limit:
@@ -126,7 +126,7 @@ def _fits_the_hosted_job(
     )
 
 
-def _billed(child: Workflow, job: Node, where: str, report: Report) -> None:
+def _billed(child: Workflow, job: Node, where: str, report: Findings) -> None:
     """The warning every hosted child gets, listing the steps that run on the hosted image."""
     unguarded = _steps_without_a_runner_if(job)
     listed = (

@@ -15,8 +15,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TextIO
 
+from runner_queue_fallback.core.actions_io import escape_log_line
 from runner_queue_fallback.core.clock import FakeClock
-from runner_queue_fallback.core.report import escape_log_line
 from runner_queue_fallback.fake_github.history import (
     Exponential,
     HistorySpec,

@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from runner_queue_fallback.core.actions_io import escape_log_line
 from runner_queue_fallback.core.profiles import HOSTED_POOL
-from runner_queue_fallback.core.report import escape_log_line
 from runner_queue_fallback.fake_github.model import RunHistory
 from runner_queue_fallback.fake_github.scenario import PoolSpec
 from runner_queue_fallback.tools.simulate.scenarios import (

@@ -17,7 +17,7 @@ from runner_queue_fallback.core.errors import RQFError
 from runner_queue_fallback.core.inputs import env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import load_profiles
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.tools.plan import make_plan
+from runner_queue_fallback.workflow.plan import make_plan
 
 __all__ = ["add_own_workflow", "advised_timeout", "coordinator_workflow"]
 

@@ -23,12 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from runner_queue_fallback.commands import Main
+from runner_queue_fallback.core.actions_io import escape_json, escape_log_line
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.core.labels import canonical
+from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.core.profiles import Candidate, load_profiles
-from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.fake_github.model import Workload
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.simulate.steps import (

@@ -16,14 +16,15 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, TextIO
 
-from runner_queue_fallback.commands import Main
+from runner_queue_fallback.core.actions_io import escape_json, escape_log_line
 from runner_queue_fallback.core.clock import FakeClock, SystemClock
 from runner_queue_fallback.core.inputs import env_name, read_coordinator_inputs
 from runner_queue_fallback.core.inputs import read_pool_settings as _read_pool_settings
 from runner_queue_fallback.core.labels import canonical, label_names, same_labels
+from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.core.profiles import HOSTED_POOL, load_profiles
-from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.fake_github.model import Timings, Workload
+from runner_queue_fallback.fake_github.runner_groups import STAND_IN_TOKEN
 from runner_queue_fallback.fake_github.scenario import PoolSpec, Scenario
 from runner_queue_fallback.tools.simulate.output import as_json, label_text, render
 from runner_queue_fallback.tools.simulate.scenarios import (
@@ -318,22 +319,38 @@ def _validate_inputs(inputs: Mapping[str, str]) -> None:
 # ------------------------------------------------------------------------------ rendering
 
 
-def preflight_on_the_fake(flags: Mapping[str, str], *, main: Main) -> int:
-    """`preflight --simulate`: every check against the bundled fake GitHub, on virtual time.
+def preflight_on_the_fake(
+    flags: Mapping[str, str], *, main: Main, scenario: str | None = None, out: TextIO | None = None
+) -> int:
+    """`preflight --simulate [SCENARIO]`: every check against the bundled fake GitHub.
 
-    The world is the one `simulate` builds from the same inputs (one free pool per candidate, the
-    child workflow `runner-worker.yml` on `main`, the source at its SHA, a live parent run); the
-    token is the fake's own, so no token and no network are needed.
+    Without a scenario the world is the one `simulate` builds from the same inputs (one free pool
+    per candidate, the child workflow `runner-worker.yml` on `main`, the source at its SHA, a
+    live parent run); with one, that scenario's world and its (first) coordinator's inputs, the
+    flags on top. The token is the fake's own, and where the world has runner groups so is the
+    `runners-token` (a stand-in its organisation accepts): no token and no network are needed.
     """
-    inputs = {
-        "workflow": "runner-worker.yml",
-        "workflow-ref": "main",
-        "runner-type": "cpu",
-        **flags,
-    }
+    inputs = {"workflow": "runner-worker.yml", "workflow-ref": "main", "runner-type": "cpu"}
     clock = FakeClock()
-    world = entry_from_flags(inputs, ()).world.build(clock)
-    world.add_parent_run(PARENT_RUN_ID)
+    if scenario is None:
+        inputs |= flags
+        world = entry_from_flags(inputs, ()).world.build(clock)
+    else:
+        catalogue = load_catalogue()
+        if scenario not in catalogue:
+            known = ", ".join(catalogue)
+            message = (
+                f"preflight: error: unknown scenario {scenario!r}; `simulate --list` shows: {known}"
+            )
+            print(escape_log_line(message), file=out)
+            return EXIT_BAD_INPUT
+        entry = catalogue[scenario]
+        inputs |= {**entry.coordinators[0].inputs, **flags}
+        world = entry.world.build(clock)
+        if world.org_runners is not None:
+            inputs.setdefault("runners-token", STAND_IN_TOKEN)
+    if PARENT_RUN_ID not in world.runs:
+        world.add_parent_run(PARENT_RUN_ID)
     with step_files_dir(None) as files:
         environ = coordinator_environ(world, with_defaults(world, inputs), files)
         return main(["preflight"], environ, clock=clock, session=world.session())

@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from runner_queue_fallback.commands import Main
 from runner_queue_fallback.core.clock import Clock, FakeClock
 from runner_queue_fallback.core.inputs import env_name
+from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.fake_github.actions import WorkerContext
 from runner_queue_fallback.fake_github.model import RunHistory, fake_token
 from runner_queue_fallback.fake_github.vclock import VirtualClock

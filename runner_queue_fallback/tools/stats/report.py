@@ -7,7 +7,7 @@ measure (no labels, or several runner groups) says why instead of figures.
 Pure: takes a History (and a Recommendation) and returns strings and dicts. Text from GitHub (a
 pool's labels, which the dispatcher chose, a runner group) goes through `escape_markdown` in a
 table cell, into a Mermaid chart only as the characters a label may have, and every line of the
-text and the Markdown through `report.escape_log_line` (the command prints them to a log); no URL
+text and the Markdown through `actions_io.escape_log_line` (the command prints them to a log); no URL
 from a reply is ever printed.
 """
 
@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from runner_queue_fallback.core.actions_io import escape_log_line, escape_markdown, markdown_code
 from runner_queue_fallback.core.labels import as_list
-from runner_queue_fallback.core.report import escape_log_line, escape_markdown, markdown_code
 from runner_queue_fallback.tools.stats.history import Ending, History, sequences
 from runner_queue_fallback.tools.stats.history_file import QUEUE_DURATION
 from runner_queue_fallback.tools.stats.pools import PoolData, pool_data

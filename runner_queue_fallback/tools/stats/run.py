@@ -17,12 +17,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from runner_queue_fallback.core.actions_io import escape_json, escape_log_line
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import GitHubError, NotFound
 from runner_queue_fallback.core.input_names import TOKEN_VARIABLES
 from runner_queue_fallback.core.inputs import InputErrors, env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import describe_runner_types, load_profiles
-from runner_queue_fallback.core.report import escape_json, escape_log_line
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.tools.stats import history_file
 from runner_queue_fallback.tools.stats.history import (

@@ -2,25 +2,15 @@
 
 Branch protection and later jobs see only a red step; this word tells "never got a runner" from
 "the worker failed". It is derived from the ledger and the type of the error that ended the
-sequence, never from a message. The same word leads the step summary's headline and the title
-of the error annotation, so the checks list reads `no-runner: never got a runner`. Every word
-but `success` still fails the step.
+sequence, never from a message (`outcome_of` in `action/attempts.py`). The same word leads the
+step summary's headline and the title of the error annotation, so the checks list reads
+`no-runner: never got a runner`. Every word but `success` still fails the step. Here, in `core`,
+because `lint` checks a gate's comparisons against the same words.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from runner_queue_fallback.core.errors import (
-    Cancelled,
-    Interrupted,
-    QueuesExhausted,
-    RQFError,
-    WorkerFailed,
-)
-
-if TYPE_CHECKING:  # light at import: `lint` reads the words, and never a Result
-    from runner_queue_fallback.action.attempts import Result
+from runner_queue_fallback.core.errors import Interrupted, RQFError
 
 __all__ = [
     "CANCELLED",
@@ -30,7 +20,6 @@ __all__ = [
     "OUTCOMES",
     "PHRASES",
     "SUCCESS",
-    "outcome_of",
     "outcome_of_exception",
     "title",
 ]
@@ -51,25 +40,6 @@ PHRASES = {
     CANCELLED: "the workflow run was cancelled",
     ERROR: "stopped by an error",
 }
-
-
-def outcome_of(result: Result) -> str:
-    """The word for a sequence that ran: its success, else the type of the error that ended it.
-
-    `failure` needs a worker that ran: a step of its job seen started. A child that outlived its
-    execution timeout without one (a job GitHub re-queued and never ran) is an `error`.
-    """
-    if result.success:
-        return SUCCESS
-    error = result.error
-    if isinstance(error, Cancelled):
-        return CANCELLED
-    if isinstance(error, QueuesExhausted):
-        return NO_RUNNER
-    last = result.last
-    if isinstance(error, WorkerFailed) and last is not None and last.step_started:
-        return FAILURE
-    return ERROR
 
 
 def outcome_of_exception(exc: BaseException) -> str:

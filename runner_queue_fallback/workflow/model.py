@@ -1,4 +1,4 @@
-"""What lint works on: the rule table, findings, YAML nodes with line numbers, and `uses` refs.
+"""A workflow as lint and the coordinator read it: rule table, findings, YAML nodes, `uses` refs.
 
 Long (480 lines) because the rule table (every rule's id, level and summary) is data read as one
 list.
@@ -22,9 +22,9 @@ __all__ = [
     "RULES",
     "ActionRef",
     "Finding",
+    "Findings",
     "Level",
     "Node",
-    "Report",
     "Rule",
     "Workflow",
     "events_of",
@@ -183,6 +183,11 @@ _RULES = (
         "notice",
         "coordinator: `runners` with expressions is checked with stand-ins, or said unchecked",
     ),
+    Rule(
+        "RQF222",
+        "notice",
+        "coordinator: `runners-token` comes from a secret or a step's output, not `GITHUB_TOKEN`",
+    ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(
         "RQF302",
@@ -240,7 +245,7 @@ class Finding:
         )
 
 
-class Report:
+class Findings:
     """Collects findings once each (a child shared by two coordinators is reported once)."""
 
     def __init__(self) -> None:
@@ -336,7 +341,7 @@ class Workflow:
 _LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def load_workflow(path: Path, report: Report) -> Workflow | None:
+def load_workflow(path: Path, report: Findings) -> Workflow | None:
     """Parse `path`, or report RQF000 and return None."""
     try:
         text = path.read_text(encoding="utf-8")
@@ -346,7 +351,7 @@ def load_workflow(path: Path, report: Report) -> Workflow | None:
     return parse_workflow(path, text, report)
 
 
-def parse_workflow(path: Path, text: str, report: Report) -> Workflow | None:
+def parse_workflow(path: Path, text: str, report: Findings) -> Workflow | None:
     """Parse `text` (the file `path`, which is not read), or report RQF000 and return None."""
     try:
         root = yaml.compose(text, Loader=_LOADER)

@@ -8,8 +8,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runner_queue_fallback.core import report
-from runner_queue_fallback.core.report import (
+from runner_queue_fallback.core import actions_io
+from runner_queue_fallback.core.actions_io import (
     Reporter,
     escape_data,
     escape_markdown,
@@ -94,17 +94,20 @@ def test_commands_and_groups():
 @given(st.text(alphabet="abW.w:/@_-[]`*| \n", max_size=40))
 def test_markdown_escaping_asks_for_autolinks_only_where_one_can_be(text: str):
     """The shortcut past the autolink search (`_may_autolink`) changes no escaped text."""
-    found = list(report._AUTOLINK.finditer(report._LINE_BREAK.sub(" ", text)))
-    assert not found or report._may_autolink(text)
-    parts, start, flat = [], 0, report._LINE_BREAK.sub(" ", text)
-    for match in report._AUTOLINK.finditer(flat):
-        parts += [report._escape_inline(flat[start : match.start()]), markdown_code(match.group())]
+    found = list(actions_io._AUTOLINK.finditer(actions_io._LINE_BREAK.sub(" ", text)))
+    assert not found or actions_io._may_autolink(text)
+    parts, start, flat = [], 0, actions_io._LINE_BREAK.sub(" ", text)
+    for match in actions_io._AUTOLINK.finditer(flat):
+        parts += [
+            actions_io._escape_inline(flat[start : match.start()]),
+            markdown_code(match.group()),
+        ]
         start = match.end()
-    assert escape_markdown(text) == "".join([*parts, report._escape_inline(flat[start:])])
+    assert escape_markdown(text) == "".join([*parts, actions_io._escape_inline(flat[start:])])
 
 
 def test_markdown_escaping_of_a_token_skips_the_autolink_search():
     """A 2026 token (520 characters, no `@`) is escaped without the autolink search."""
-    assert not report._may_autolink(fake_token("x"))
-    assert report._may_autolink("see WWW.example.test")
-    assert report._may_autolink("a@b.test")
+    assert not actions_io._may_autolink(fake_token("x"))
+    assert actions_io._may_autolink("see WWW.example.test")
+    assert actions_io._may_autolink("a@b.test")

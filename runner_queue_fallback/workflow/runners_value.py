@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from runner_queue_fallback.tools.lint.model import Report, is_expression
+from runner_queue_fallback.workflow.model import Findings, is_expression
 
 __all__ = ["STAND_IN", "note_runners_expressions", "with_stand_ins"]
 
@@ -38,7 +38,7 @@ def with_stand_ins(text: str) -> str | None:
     return marked
 
 
-def note_runners_expressions(path: Path, line: int, text: str, report: Report) -> None:
+def note_runners_expressions(path: Path, line: int, text: str, report: Findings) -> None:
     """RQF221 notices: `runners` left unchecked, and `github.*` taking the coordinator's values."""
     if not is_expression(text):
         return

@@ -1,4 +1,4 @@
-"""How `lint` reads a workflow (`tools/lint/model.py`): YAML nested past any stack is a finding.
+"""How a workflow is read (`workflow/model.py`): YAML nested past any stack is a finding.
 
 Both loaders `model` may use (libyaml, with its own depth limit, and PyYAML's recursive one)
 read a file nested 100,000 deep as RQF000, never a traceback: in `lint` itself, and in
@@ -18,12 +18,12 @@ from runner_queue_fallback import cli
 from runner_queue_fallback.core.clock import FakeClock
 from runner_queue_fallback.core.inputs import env_name
 from runner_queue_fallback.fake_github.world import FakeGitHub
-from runner_queue_fallback.tools.lint import model
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
     TOKEN,
     standard_world,
 )
+from runner_queue_fallback.workflow import model
 from tests.scenario import CPU16
 from tests.test_input_rules import coordinator_inputs
 from tests.test_sim_support import GROUP

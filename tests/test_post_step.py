@@ -1,4 +1,4 @@
-"""The post step (`cleanup`) and how it finds the runs the main step left, against the fake GitHub.
+"""The post step (`cleanup`, `action/post_step.py`) and the runs it finds, against the fake GitHub.
 
 The post step reads the state the main step saved: the child's run id, its request id, the
 dispatch time, the copies; it lists the workflow's runs by run-name when the main step could not
@@ -16,10 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback.action.cleanup import runs_left_by_main_step
+from runner_queue_fallback.action.post_step import runs_left_by_main_step
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.hand_off import HandOff
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings
 from runner_queue_fallback.fake_github.reply import Reply
@@ -27,6 +28,7 @@ from runner_queue_fallback.fake_github.world import FakeGitHub
 from tests.invariants import children
 from tests.outside import JOBS_PATH, Tamper, json_body, with_json
 from tests.scenario import POST_TOKEN, Child, minute_queues
+from tests.test_coordinator import Scenario
 from tests.test_sim_support import GROUP, dispatch, make_world
 
 #: The workflow's runs, listed by the run-name search.
@@ -182,12 +184,23 @@ def test_unconfirmed_cleanup_names_the_run_and_fails_the_post_step(tmp_path: Pat
     assert f"Check run {run_id}" in (tmp_path / "summary.md").read_text()
 
 
+def test_the_post_step_reads_nothing_when_the_main_step_saw_its_child_end():
+    """A worker that succeeded was confirmed over by the main step: the post step sends nothing."""
+    with_post, without_post = Scenario().pools([]), Scenario().pools([])
+    result = with_post.run()
+    without_post.run(post_step=False)
+    assert result.exit_code == 0, result.log
+    assert "confirmed child run" in result.post_log
+    assert len(with_post.world.ledger) == len(without_post.world.ledger)
+
+
 # -- where the post step looks, and for how long ------------------------------------------------
 
 
 def left_runs(child: Child, state: dict[str, str], **kwargs: float) -> list[int]:
+    saved = HandOff.from_saved(state)
     return runs_left_by_main_step(
-        child.client, child.clock, state, "runner-worker.yml", child.lines.append, **kwargs
+        child.client, child.clock, saved, "runner-worker.yml", child.lines.append, **kwargs
     ).run_ids
 
 

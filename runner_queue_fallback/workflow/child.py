@@ -1,7 +1,10 @@
 """Rules for the child workflow: one guarded, read-only `worker` job started only by dispatch.
 
-Long (499 lines) because one rule per function for the child workflow, each with its message and
-fix; the rule table is tools/lint/model.py's.
+`lint` reports them, and the coordinator checks its child file with them (and with the inputs it
+sends, RQF302) before its first dispatch.
+
+Long (542 lines) because one rule per function for the child workflow, each with its message and
+fix; the rule table is workflow/model.py's.
 """
 
 from __future__ import annotations
@@ -10,13 +13,14 @@ from dataclasses import dataclass
 
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import InputError
+from runner_queue_fallback.core.input_table import GUARD
 from runner_queue_fallback.core.inputs import CHILD_INPUTS as DISPATCHED
 from runner_queue_fallback.core.inputs import GUARD_INPUTS, guard_quota_wait_minutes
-from runner_queue_fallback.tools.lint.model import (
+from runner_queue_fallback.workflow.model import (
     CHILD_INPUTS,
     ActionRef,
+    Findings,
     Node,
-    Report,
     Workflow,
     events_of,
     has_secret,
@@ -74,7 +78,7 @@ _JOB_KEYS_FORBIDDEN = {
 }
 
 
-def lint_child(child: Workflow, report: Report) -> None:
+def lint_child(child: Workflow, report: Findings) -> None:
     """Report every child rule broken by `child`."""
     _trigger(child, report)
     _run_name(child, report)
@@ -113,7 +117,7 @@ def worker_job(child: Workflow) -> tuple[str, Node] | None:
     return next(iter(named or jobs), None)
 
 
-def _trigger(child: Workflow, report: Report) -> None:
+def _trigger(child: Workflow, report: Findings) -> None:
     on = child.root.get("on")
     fix = "use `on: workflow_dispatch:` with the seven inputs, and no other trigger"
     why = "only the coordinator may start a worker"
@@ -141,7 +145,7 @@ def _trigger(child: Workflow, report: Report) -> None:
             _input_shape(child, name, spec, report)
 
 
-def _input_shape(child: Workflow, name: str, spec: Node, report: Report) -> None:
+def _input_shape(child: Workflow, name: str, spec: Node, report: Findings) -> None:
     kind, required = spec.get("type"), spec.get("required")
     if kind is not None and kind.text == "string" and is_true(required):
         return
@@ -156,7 +160,7 @@ def _input_shape(child: Workflow, name: str, spec: Node, report: Report) -> None
     )
 
 
-def _run_name(child: Workflow, report: Report) -> None:
+def _run_name(child: Workflow, report: Findings) -> None:
     node = child.root.get("run-name")
     if node is not None and wired_to(node.text, "request-id"):
         return
@@ -170,7 +174,7 @@ def _run_name(child: Workflow, report: Report) -> None:
     )
 
 
-def _worker_job(child: Workflow, report: Report) -> Node | None:
+def _worker_job(child: Workflow, report: Findings) -> Node | None:
     jobs, jobs_node = child.jobs(), child.root.get("jobs")
     line = jobs_node.line if jobs_node is not None else 1
     if len(jobs) != 1:
@@ -206,7 +210,7 @@ def _worker_job(child: Workflow, report: Report) -> Node | None:
     return job
 
 
-def _job_shape(child: Workflow, job: Node, report: Report) -> None:
+def _job_shape(child: Workflow, job: Node, report: Findings) -> None:
     runs_on = job.get("runs-on")
     if runs_on is None or not _from_json_runner(runs_on.text):
         report.add(
@@ -240,7 +244,7 @@ def _from_json_runner(text: str | None) -> bool:
     return squashed in {"${{fromjson(inputs.runner)}}", "${{fromjson(github.event.inputs.runner)}}"}
 
 
-def _timeout(child: Workflow, job: Node, report: Report) -> None:
+def _timeout(child: Workflow, job: Node, report: Findings) -> None:
     node = job.get("timeout-minutes")
     text = node.text if node is not None else None
     if text is not None and (text.strip().isdigit() or is_expression(text)):
@@ -255,7 +259,7 @@ def _timeout(child: Workflow, job: Node, report: Report) -> None:
     )
 
 
-def _permissions(child: Workflow, job: Node, report: Report) -> None:
+def _permissions(child: Workflow, job: Node, report: Findings) -> None:
     levels = [permissions_of(child.root.get("permissions")), permissions_of(job.get("permissions"))]
     if levels == [None, None]:
         report.add(
@@ -288,7 +292,7 @@ def _permissions(child: Workflow, job: Node, report: Report) -> None:
             )
 
 
-def _no_write(child: Workflow, node: Node | None, report: Report) -> None:
+def _no_write(child: Workflow, node: Node | None, report: Findings) -> None:
     value = permissions_of(node)
     if node is None or value is None:
         return
@@ -325,7 +329,7 @@ def find_guard(job: Node) -> Guard | None:
     return None
 
 
-def _steps(child: Workflow, job: Node, report: Report) -> None:
+def _steps(child: Workflow, job: Node, report: Findings) -> None:
     guard = find_guard(job)
     steps_node = job.get("steps")
     steps = steps_node.seq() if steps_node is not None else []
@@ -349,7 +353,7 @@ def _steps(child: Workflow, job: Node, report: Report) -> None:
             _checkout(child, step, report)
 
 
-def _continue_on_error(child: Workflow, step: Node, report: Report, *, guard: bool) -> None:
+def _continue_on_error(child: Workflow, step: Node, report: Findings, *, guard: bool) -> None:
     cont = step.get("continue-on-error")
     if cont is None or is_false(cont):
         return
@@ -374,7 +378,7 @@ def _continue_on_error(child: Workflow, step: Node, report: Report, *, guard: bo
     )
 
 
-def _guard(child: Workflow, guard: Guard, report: Report) -> None:
+def _guard(child: Workflow, guard: Guard, report: Findings) -> None:
     if guard.index > 0:
         report.add(
             child.path,
@@ -397,7 +401,7 @@ def _guard(child: Workflow, guard: Guard, report: Report) -> None:
     pin_warning(child, guard.ref, guard.uses_line, report)
 
 
-def _guard_inputs(child: Workflow, guard: Guard, report: Report) -> None:
+def _guard_inputs(child: Workflow, guard: Guard, report: Findings) -> None:
     with_ = guard.step.get("with")
     values = dict(with_.items()) if with_ is not None else {}
     for name, value in values.items():
@@ -424,7 +428,7 @@ def _guard_inputs(child: Workflow, guard: Guard, report: Report) -> None:
     _coordinator_ref(child, values, report)
 
 
-def _coordinator_ref(child: Workflow, values: dict[str, Node], report: Report) -> None:
+def _coordinator_ref(child: Workflow, values: dict[str, Node], report: Findings) -> None:
     """RQF121: a guard that names its coordinator's workflow should name its ref too."""
     workflow = values.get("coordinator-workflow")
     if workflow is None or not (workflow.text or "").strip() or "coordinator-ref" in values:
@@ -447,9 +451,7 @@ def guard_quota_wait(guard: Node) -> tuple[int | None, Node | None]:
     """
     with_ = guard.get("with")
     node = with_.get(QUOTA_WAIT) if with_ is not None else None
-    if node is None:
-        return timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES, None
-    text = (node.text or "").strip()
+    text = (node.text or "").strip() if node is not None else GUARD[QUOTA_WAIT].default or ""
     if is_expression(text):
         return None, node
     try:
@@ -463,12 +465,16 @@ def guard_longest_minutes(wait: int) -> float:
     return wait + 2 * timing.GUARD_CHECK_MINUTES
 
 
-def _quota_wait_room(child: Workflow, job: Node, guard: Guard, report: Report) -> None:
-    """RQF123: the worker's `timeout-minutes` outlasts the guard's longest start (its wait in it)."""
+def _quota_wait_room(child: Workflow, job: Node, guard: Guard, report: Findings) -> None:
+    """RQF123: the worker's `timeout-minutes` outlasts the guard's longest start (its wait in it).
+
+    A literal value the guard refuses is an error: every child would fail closed before a request.
+    """
     wait, node = guard_quota_wait(guard.step)
-    if wait is None and node is not None and not is_expression((node.text or "").strip()):
+    text = (node.text or "").strip() if node is not None else ""
+    if wait is None and node is not None and not is_expression(text):
         try:
-            guard_quota_wait_minutes(QUOTA_WAIT, (node.text or "").strip())
+            guard_quota_wait_minutes(QUOTA_WAIT, text)
         except InputError as error:
             report.add(
                 child.path,
@@ -476,8 +482,8 @@ def _quota_wait_room(child: Workflow, job: Node, guard: Guard, report: Report) -
                 "RQF123",
                 f"the guard refuses every workload before its first request: {error}",
                 f"set `{QUOTA_WAIT}` to a whole number of minutes from 0 to "
-                f"{timing.GUARD_QUOTA_WAIT_MINUTES_MAX} (default "
-                f"{timing.DEFAULT_GUARD_QUOTA_WAIT_MINUTES}), or leave it out",
+                f"{timing.GUARD_QUOTA_WAIT_MINUTES_MAX} (default {GUARD[QUOTA_WAIT].default}), "
+                "or leave it out",
                 level="error",
             )
         return
@@ -504,7 +510,7 @@ def _quota_wait_room(child: Workflow, job: Node, guard: Guard, report: Report) -
 PYTHON_IMAGE_MARKER = "rqf: python3.11+"
 
 
-def _container(child: Workflow, job: Node, guard: Guard, report: Report) -> None:
+def _container(child: Workflow, job: Node, guard: Guard, report: Findings) -> None:
     """RQF122: in a `container:` job the composite guard runs on the image's Python, if any.
 
     Its `run:` steps execute inside the job's image, where actions/setup-python's build need not
@@ -537,7 +543,7 @@ def _marked(line: str) -> bool:
     return bool(hash_) and PYTHON_IMAGE_MARKER in comment.lower()
 
 
-def _checkout(child: Workflow, step: Node, report: Report) -> None:
+def _checkout(child: Workflow, step: Node, report: Findings) -> None:
     with_ = step.get("with")
     line = with_.line if with_ is not None else step.line
     repository = with_.get("repository") if with_ is not None else None
@@ -562,7 +568,7 @@ def _checkout(child: Workflow, step: Node, report: Report) -> None:
         )
 
 
-def pin_warning(workflow: Workflow, ref: ActionRef, line: int, report: Report) -> None:
+def pin_warning(workflow: Workflow, ref: ActionRef, line: int, report: Findings) -> None:
     """RQF304: warn when our action is used at a branch (or a short SHA), which can move."""
     if ref.pinned:
         return
@@ -573,3 +579,43 @@ def pin_warning(workflow: Workflow, ref: ActionRef, line: int, report: Report) -
         f"the {ref.kind} action is used at `{ref.ref}`, which can move under a running sequence",
         "pin both the coordinator and the guard to the same full commit SHA or release tag",
     )
+
+
+def check_dispatch_inputs(child: Workflow, trigger: Node, report: Findings, *, sender: str) -> None:
+    """RQF302: the child declares the seven inputs the coordinator (`sender`) sends, no other."""
+    inputs = trigger.get("inputs")
+    declared = dict(inputs.items()) if inputs is not None else {}
+    missing = [name for name in CHILD_INPUTS if name not in declared]
+    if missing:
+        report.add(
+            child.path,
+            (inputs or trigger).line,
+            "RQF302",
+            f"the child does not declare {', '.join(f'`{n}`' for n in missing)}, which the "
+            f"coordinator ({sender}) sends; GitHub rejects the dispatch",
+            "declare each under `on.workflow_dispatch.inputs` with `required: true` and "
+            "`type: string`",
+        )
+    for name, node in declared.items():
+        if name in CHILD_INPUTS:
+            continue
+        fix = f"remove `{name}` and pass extra data in the `workload` JSON object"
+        if is_true(node.get("required")) and node.get("default") is None:
+            report.add(
+                child.path,
+                node.line,
+                "RQF302",
+                f"the child requires `{name}`, which the coordinator never sends; GitHub rejects "
+                "every dispatch",
+                fix,
+            )
+        else:
+            report.add(
+                child.path,
+                node.line,
+                "RQF302",
+                f"the child declares `{name}`, which the coordinator never sends; it always takes "
+                "its default (or is empty)",
+                fix,
+                level="warning",
+            )

@@ -7,12 +7,12 @@ import math
 from dataclasses import dataclass
 
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import escape_log_line
 from runner_queue_fallback.core.hosted import BILLED_NOTE, hosted_warning
 from runner_queue_fallback.core.inputs import PoolSettings
 from runner_queue_fallback.core.labels import label_names
 from runner_queue_fallback.core.machine import other_os_note
 from runner_queue_fallback.core.profiles import ANY_GROUP, ANY_LABELS, HOSTED_POOL, Candidate
-from runner_queue_fallback.core.report import escape_log_line
 
 __all__ = ["Plan", "make_plan", "short_deadline_reason"]
 
