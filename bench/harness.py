@@ -22,7 +22,7 @@ within its `guard-quota-wait-minutes` (`guard_wait`: that input; None, its defau
 workload otherwise (it fails closed). Without, the fake's guard step just passes after 2 s, sending
 nothing.
 
-Long (880 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
+Long (901 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
 per-coordinator records share one virtual clock and one world.
 """
 
