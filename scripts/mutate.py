@@ -35,7 +35,7 @@ How it works:
    total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
    module was refused or is under `--min-score` (killed / (total - equivalent)).
 
-Long (1065 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
+Long (1070 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
 run as one script.
 """
 
@@ -107,6 +107,7 @@ MAP_TESTS = (
     "tests/test_github_client.py",
     "tests/test_guard.py",
     "tests/test_guard_parent_ref.py",
+    "tests/test_guard_quota_wait.py",
     "tests/test_guard_runner.py",
     "tests/test_hand_off.py",
     "tests/test_hosted.py",
