@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback.action.post_step import runs_left_by_main_step
+from runner_queue_fallback.action.post_step import (
+    confirmed_over_by_main_step,
+    runs_left_by_main_step,
+)
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import FakeClock
@@ -150,6 +153,49 @@ def test_post_step_with_nothing_dispatched_sends_no_request(tmp_path: Path):
     assert code == 0
     assert "nothing to clean up" in log
     assert world.ledger == []
+
+
+def _seen_over(request_id: str = "rqf-1", run_id: str = "17", **more: str) -> dict[str, str]:
+    """What the main step saved of a child it saw end."""
+    return {
+        "request-id": request_id,
+        "child-run-id": run_id,
+        "child-request-id": request_id,
+        "child-over": run_id,
+        **more,
+    }
+
+
+def test_a_child_the_main_step_saw_end_is_left_alone_without_a_request(tmp_path: Path):
+    clock = FakeClock()
+    world = busy_world(clock)
+    code, log = post_step(world, clock, _seen_over(), tmp_path)
+    assert code == 0
+    assert "The main step confirmed child run 17 over: nothing to clean up" in log
+    assert world.ledger == []
+    assert "::add-mask::" not in log, "no request, no token needed"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        _seen_over(**{"child-over": "18"}),  # another run ended
+        _seen_over(**{"child-run-id": ""}),  # no run id known
+        _seen_over(**{"child-over": "", "child-run-id": ""}),
+        _seen_over(**{"child-request-id": "rqf-0"}),  # a later dispatch was in flight
+        _seen_over(**{"child-found-by-name": "rqf-1"}),  # found by run-name: list for others
+    ],
+    ids=["other-run", "no-run-id", "nothing-over", "later-dispatch", "found-by-name"],
+)
+def test_the_post_step_looks_unless_the_last_dispatchs_own_run_was_seen_over(
+    state: dict[str, str],
+):
+    assert not confirmed_over_by_main_step(HandOff.from_saved(state))
+
+
+def test_the_post_step_trusts_the_main_steps_word_that_its_child_is_over():
+    assert confirmed_over_by_main_step(HandOff.from_saved(_seen_over()))
+    assert confirmed_over_by_main_step(HandOff.from_saved(_seen_over(" rqf-1", "17 ")))
 
 
 def test_post_step_leaves_a_completed_child_alone(tmp_path: Path):
