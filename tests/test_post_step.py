@@ -23,10 +23,10 @@ from runner_queue_fallback.action.post_step import (
 )
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock, FakeClock
 from runner_queue_fallback.core.errors import SequenceError
 from runner_queue_fallback.core.hand_off import HandOff
-from runner_queue_fallback.core.report import Reporter
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings
 from runner_queue_fallback.fake_github.reply import Reply
