@@ -122,6 +122,7 @@ MAP_TESTS = (
     "tests/test_parent.py",
     "tests/test_plan.py",
     "tests/test_platform.py",
+    "tests/test_pool_access.py",
     "tests/test_post_step.py",
     "tests/test_preflight.py",
     "tests/test_queue.py",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from runner_queue_fallback.action.workflow_restriction import restriction_admits
 from runner_queue_fallback.core.errors import NotFound, PermissionDenied, RQFError, Unauthorized
@@ -51,10 +51,10 @@ NEEDS_POLICY = f'organisation "Actions policies" (read) on {_TOKEN}'
 NEEDS_REPOSITORY_RUNNERS = f'repository "Administration" (read) on {_TOKEN}'
 POLICY = "self-hosted runner policy"
 #: Why a FAIL proves a candidate's pool unable to serve this workflow (`GroupCheck.reason`).
-GROUP_NOT_FOUND = "group-not-found"
-NOT_GRANTED = "repository-not-granted"
-NOT_ADMITTED = "workflow-not-admitted"
-POLICY_OFF = "policy-off"
+GROUP_NOT_FOUND: Final = "group-not-found"
+NOT_GRANTED: Final = "repository-not-granted"
+NOT_ADMITTED: Final = "workflow-not-admitted"
+POLICY_OFF: Final = "policy-off"
 _T = TypeVar("_T")
 
 
@@ -390,7 +390,7 @@ def admits_check(group: RunnerGroup, target: Target) -> GroupCheck:
         name,
         "FAIL",
         f"its selected workflows do not list the child at workflow-ref; a job waits forever. "
-        f"Fix: add the entry {entry}",
+        f"Fix: {fix}",
         NOT_ADMITTED,
         fix,
     )
