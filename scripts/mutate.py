@@ -173,6 +173,7 @@ UNMAPPED_TESTS = (
     "tests/test_sim_faults.py",
     "tests/test_sim_fidelity.py",
     "tests/test_sim_limits.py",
+    "tests/test_sim_runner_groups.py",
     "tests/test_sim_scenario.py",
     "tests/test_sim_schema.py",
     "tests/test_sim_support.py",

@@ -36,9 +36,9 @@ from runner_queue_fallback.github.client import GitHubClient
 REPO = "octo-org/octo-repo"
 CHILD = f"{REPO}/.github/workflows/runner-worker.yml@refs/heads/main"
 OTHER = f"{REPO}/.github/workflows/nightly.yml@refs/heads/main"
-MAIN_TOKEN = "ghs_maintoken0123456789abcdef0123456789"  # noqa: S105 (the fake's, not a secret)
-RUNNERS_TOKEN = "ghs_runnersreadonly0123456789abcdef"  # noqa: S105 (the fake's, not a secret)
-EXPIRED = "ghs_expired0123456789abcdef"  # noqa: S105 (the fake's, not a secret)
+MAIN_TOKEN = "ghs_maintoken0123456789abcdef0123456789"
+RUNNERS_TOKEN = "ghs_runnersreadonly0123456789abcdef"
+EXPIRED = "ghs_expired0123456789abcdef"
 COMMIT = "a" * 40
 
 

@@ -17,7 +17,7 @@ spent. `etags="every-read"` gives every reply a new ETag, so that no conditional
 answered 304 (GitHub only implies that an unchanged resource keeps its ETag; this is the world
 where it does not).
 
-Long (649 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
+Long (648 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
 model.
 """
 
@@ -50,7 +50,6 @@ from runner_queue_fallback.fake_github.model import (
 )
 from runner_queue_fallback.fake_github.render import Renderer, error
 from runner_queue_fallback.fake_github.reply import LedgerEntry, Reply
-from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 
 if TYPE_CHECKING:
     import requests
@@ -195,8 +194,6 @@ class FakeGitHub(ActionsModel):
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
         self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
-        #: The owner's runner groups and policy (`fake_github/runner_groups.py`); None: not served.
-        self.org_runners: OrgRunners | None = None
 
     # --------------------------------------------------------------------------- adapters
 
