@@ -58,7 +58,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
-LOCK = ROOT / "requirements" / "runtime.txt"
+#: The runtime lock less what only a GitHub App's token needs (scripts/guard_lock.py writes it).
+LOCK = ROOT / "requirements" / "guard.txt"
 PACKAGE = ROOT / "runner_queue_fallback"
 MINIMUM = (3, 11)
 PIP_WITH_PYTHON_OPTION = (22, 3)  # pip --python <interpreter> first came in pip 22.3

@@ -46,6 +46,9 @@ OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "openapi"
 
 #: Every operation `runner_queue_fallback.github.client.GitHubClient` sends (method, template).
 OPERATIONS = (
+    # the GitHub App's, on its JWT (github/installations.py): its installation, a token minted
+    ("get", "/repos/{owner}/{repo}/installation"),
+    ("post", "/app/installations/{installation_id}/access_tokens"),
     ("post", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/dispatches"),
     ("get", "/repos/{owner}/{repo}/actions/workflows/{workflow_id}/runs"),
     ("get", "/repos/{owner}/{repo}/actions/runs/{run_id}"),

@@ -553,11 +553,11 @@ def _not_found(exchange: Exchange, finding: Finding) -> bool:
 
 
 def _token_refused(exchange: Exchange, finding: Finding) -> bool:
-    """A token without the permission (403) or expired (401), on an endpoint that omits them."""
-    refused = (exchange.status, _message(exchange)) in {
-        (401, "Bad credentials"),
-        (403, "Resource not accessible by integration"),
-    }
+    """A token without the permission (403), on an endpoint that omits it (401: bad-credentials)."""
+    refused = (exchange.status, _message(exchange)) == (
+        403,
+        "Resource not accessible by integration",
+    )
     return refused and finding.part == "status"
 
 
@@ -576,6 +576,21 @@ def _message(exchange: Exchange) -> str | None:
     except ValueError:
         return None
     return body.get("message") if isinstance(body, dict) else None
+
+
+#: What GitHub says when it refuses a credential (an expired or revoked token, an App's JWT).
+_REFUSED_CREDENTIAL = re.compile(
+    rb'"message": "(Bad credentials|A JSON web token could not be decoded|'
+    rb"'(Expiration time|Issued at)' claim [^\"]*)\""
+)
+
+
+def _bad_credentials(exchange: Exchange, finding: Finding) -> bool:
+    return (
+        finding.part == "status"
+        and exchange.status == 401
+        and _REFUSED_CREDENTIAL.search(exchange.reply_body) is not None
+    )
 
 
 def _injected(exchange: Exchange, finding: Finding) -> bool:
@@ -621,10 +636,9 @@ EXCEPTIONS: tuple[ProseFact, ...] = (
         _not_found,
     ),
     ProseFact(
-        "token-refused-401-403",
+        "token-refused-403",
         "github-api.md 13 and 14, [TS]: a token without the permission answers 403 `Resource not "
-        "accessible by integration`, an expired or invalid one 401 `Bad credentials`, on every "
-        "endpoint (the runner-group reads list only 200)",
+        "accessible by integration` on every endpoint (the runner-group reads list only 200)",
         _token_refused,
     ),
     ProseFact(
@@ -633,6 +647,12 @@ EXCEPTIONS: tuple[ProseFact, ...] = (
         "self-hosted-runners` (ghes-3.19 has it); a release without an endpoint answers 404 "
         "(github-api.md 13, [TS])",
         _not_on_this_release,
+    ),
+    ProseFact(
+        "bad-credentials-401",
+        "github-api.md 14 and [TS]: a token that expired (an installation token after an hour) "
+        "or an App JWT GitHub refuses answers 401 on every endpoint, with its message",
+        _bad_credentials,
     ),
     ProseFact(
         "injected-fault",

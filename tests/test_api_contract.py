@@ -7,6 +7,7 @@ tests/data/openapi (see tests/api_contract.py for what is checked and the named 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -22,9 +23,13 @@ from hypothesis import strategies as st
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import AppTokenUnavailable, Unauthorized
 from runner_queue_fallback.core.inputs import env_name
+from runner_queue_fallback.fake_github.apps import generate_app_keys
 from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 from runner_queue_fallback.fake_github.world import API_VERSIONS, OLDER_SERVER, FakeGitHub
+from runner_queue_fallback.github.app_token import AppCredentials, AppTokenSource
+from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.tools.simulate.scenarios import load_catalogue
 from runner_queue_fallback.tools.simulate.steps import (
     PARENT_RUN_ID,
@@ -49,6 +54,7 @@ from tests.script_files import load_file
 from tests.stats_support import history_world, run_stats, slow_first_spec
 from tests.test_fuzz_coordinator import Case, build_world, cases
 from tests.test_guard import PARENT_ID, dispatch_child, guard_environ
+from tests.test_sim_support import child_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = load_catalogue()
@@ -259,6 +265,55 @@ def test_dispatch_answers_200_with_run_details_on_2026_03_10_and_204_is_allowed_
     assert len(check(new, ["api.github.com-2022-11-28"])) == 1
 
 
+# ------------------------------------------------------------ the GitHub App's own token
+
+
+def _app_token_exchanges(versions: frozenset[str]) -> list[Exchange]:
+    """The App's token minted and renewed around reads and a dispatch; a JWT GitHub refuses; a
+    token that lapsed in use (401), then minted anew."""
+    clock = FakeClock()
+    keys = generate_app_keys()
+    with capture() as exchanges:
+        world = FakeGitHub(clock, api_versions=versions, clock_offset=30.0)
+        world.add_workflow()
+        world.add_parent_run(PARENT_RUN_ID)
+        app = world.add_app(31337, keys.public_pem)
+        world.install_app(app)
+        credentials = AppCredentials.read("31337", keys.private_pem)
+        tokens = AppTokenSource(
+            world.session(), world.api_url, world.repository, credentials, clock, margin=0.0
+        )
+        client = GitHubClient(
+            world.session(), world.api_url, world.repository, tokens, clock, api_version="auto"
+        )
+        client.get_run(PARENT_RUN_ID)
+        client.dispatch_workflow("runner-worker.yml", "main", child_inputs())
+        clock.advance(3600.0)
+        with contextlib.suppress(Unauthorized):
+            client.get_run(PARENT_RUN_ID)
+        client.get_run(PARENT_RUN_ID)
+        wrong = AppCredentials.read("31337", generate_app_keys().private_pem)
+        refused = AppTokenSource(world.session(), world.api_url, world.repository, wrong, clock)
+        with contextlib.suppress(AppTokenUnavailable):
+            refused.token()
+    return exchanges
+
+
+@pytest.mark.parametrize("server", ["github.com", "older-server"])
+def test_the_app_installation_lookup_and_its_minted_tokens_conform(server):
+    versions = API_VERSIONS if server == "github.com" else OLDER_SERVER
+    exchanges = _app_token_exchanges(versions)
+    report = Report().add(exchanges)
+    _assert_conforms(report)
+    used = {key.split(" ", 1)[1] for key in report.operations}
+    assert {
+        "GET /repos/{owner}/{repo}/installation",
+        "POST /app/installations/{installation_id}/access_tokens",
+    } <= used
+    assert [e.status for e in exchanges if e.path.endswith("/access_tokens")] == [201, 201]
+    assert report.excepted["bad-credentials-401"] >= 2  # the lapsed token, the refused JWT
+
+
 # ------------------------------------------------------------------- the whole program
 
 
@@ -451,7 +506,7 @@ def test_the_runner_group_reads_conform(server, capsys):
     used = {key.split(" ", 1)[1] for key in report.operations}
     policy_listing = "GET /orgs/{org}/actions/permissions/self-hosted-runners/repositories"
     assert used >= (RUNNER_READS - {policy_listing} if older else RUNNER_READS)
-    assert report.excepted["token-refused-401-403"] > 0
+    assert report.excepted["token-refused-403"] > 0
     assert (report.excepted["not-on-this-release-404"] > 0) == older
     if older:
         with capture() as exchanges:
@@ -694,11 +749,15 @@ def _exception_cases() -> dict[str, tuple[Exchange, Exchange]]:
             _sent(run, status=404, reply_body=_error(404, "Not Found")),
             _sent(cancel, status=404, reply_body=_error(404, "Gone")),
         ),
+        "bad-credentials-401": (
+            _sent(run, status=401, reply_body=_error(401, "Bad credentials")),
+            _sent(run, status=401, reply_body=_error(401, "Requires authentication")),
+        ),
         "injected-fault": (
             _sent(run, status=503, reply_body=_error(503, "Service Unavailable"), fault="status"),
             _sent(run, status=503, reply_body=_error(503, "Service Unavailable")),
         ),
-        "token-refused-401-403": (
+        "token-refused-403": (
             _sent(
                 groups, status=403, reply_body=_error(403, "Resource not accessible by integration")
             ),

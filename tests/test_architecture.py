@@ -250,7 +250,7 @@ HELP_MODULES = {
     "runner_queue_fallback.core.actions_io",
 }
 #: Libraries that take tens of milliseconds to import, and the profiles' TOML reader.
-HEAVY = {"pydantic", "requests", "urllib3", "tenacity", "yaml", "tomllib"}
+HEAVY = {"pydantic", "requests", "urllib3", "tenacity", "yaml", "tomllib", "jwt", "cryptography"}
 #: Only the composition root's `simulate`, the bench and the tests load these.
 SIMULATOR_AND_LINT = {
     "runner_queue_fallback.fake_github",
@@ -304,6 +304,8 @@ def test_the_action_steps_load_neither_the_simulator_nor_lint(command: str):
     assert not loaded & others
     if command != "coordinate":
         assert "runner_queue_fallback.action.coordinator" not in loaded
+    # PyJWT and cryptography (0.1 s of imports) are loaded only to mint a GitHub App's token.
+    assert not _top(loaded, {"jwt", "cryptography"})
 
 
 # --------------------------------------------------------------------------------- the layout

@@ -204,7 +204,7 @@ def _instruments(clock: FakeClock, observed: Observed) -> Iterator[None]:
         body = kwargs.get("json")
         observed.sends.append(
             Send(
-                token=self._token,
+                token=str(self._token),  # a str for every client the fuzzer builds
                 method=method,
                 url=kwargs.get("url") or self._url(path, {}),
                 attempts=kwargs.get("attempts", 1),

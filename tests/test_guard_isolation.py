@@ -61,7 +61,7 @@ from tests.test_guard_action import EXPRESSION, _runner_env, _steps, _with
 
 ROOT = Path(__file__).resolve().parent.parent
 PREPARE = ROOT / "guard" / "prepare_venv.py"
-LOCK = ROOT / "requirements" / "runtime.txt"
+LOCK = ROOT / "requirements" / "guard.txt"  # the composite guard's lock
 #: The runner's Python: the interpreter this test venv was made from (not the venv, which holds
 #: pytest and this project).
 BASE_PYTHON = Path(getattr(sys, "_base_executable", sys.executable))

@@ -572,6 +572,55 @@ def test_locked_packages_requirements_are_in_the_lock():
         pytest.skip("the .venv holds none of the locked versions: nothing to read metadata from")
 
 
+GUARD_LOCK = ROOT / "requirements" / "guard.txt"
+
+
+def _guard_lock_script() -> Any:
+    from tests.script_files import load_file  # noqa: PLC0415 (only these tests read the script)
+
+    return load_file(ROOT / "scripts" / "guard_lock.py", "guard_lock")
+
+
+def test_the_guards_lock_is_the_runtime_lock_less_what_only_an_app_token_needs():
+    """The composite guard never mints an App token: PyJWT, cryptography and what only they need
+    stay out of its venv; every pin it keeps is the runtime lock's, hashes and all."""
+    script = _guard_lock_script()
+    assert GUARD_LOCK.read_text() == script.guard_lock(LOCK.read_text()), "run scripts/lock"
+    runtime = LOCK.read_text()
+    guard_entries = re.findall(
+        r"(?m)^([A-Za-z0-9][\w.-]*)==(\S+) \\\n((?:    --hash=\S+.*\n)+)", GUARD_LOCK.read_text()
+    )
+    assert guard_entries
+    for name, version, hashes in guard_entries:
+        assert f"{name}=={version} \\\n{hashes}" in runtime, name
+    guard_names = {canonicalize_name(name) for name, _, _ in guard_entries}
+    assert not guard_names & {"pyjwt", "cryptography", "cffi", "pycparser"}
+    assert {"pyjwt", "cryptography"} <= set(_lock())
+    assert guard_names == set(_lock()) - {"pyjwt", "cryptography", "cffi", "pycparser"}
+
+
+def test_the_guard_lock_keeps_a_package_that_a_kept_package_needs_too():
+    script = _guard_lock_script()
+    runtime = (
+        "# header\n"
+        "cffi==2 \\\n    --hash=sha256:aa\n    # via cryptography\n"
+        "cryptography==50 \\\n    --hash=sha256:bb\n    # via runner-queue-fallback (pyproject.toml)\n"
+        "pyjwt==2 \\\n    --hash=sha256:cc\n    # via runner-queue-fallback (pyproject.toml)\n"
+        "shared==1 \\\n    --hash=sha256:dd\n    # via\n    #   cryptography\n    #   requests\n"
+        "requests==2 \\\n    --hash=sha256:ee\n    # via runner-queue-fallback (pyproject.toml)\n"
+    )
+    kept = script.guard_lock(runtime)
+    assert re.findall(r"(?m)^(\S+)==", kept) == ["shared", "requests"]
+    assert "#   cryptography" not in kept
+    assert "shared==1 \\\n    --hash=sha256:dd\n    # via\n    #   requests\n" in kept
+
+
+def test_the_composite_guard_installs_the_guard_lock():
+    text = (ROOT / "guard" / "prepare_venv.py").read_text()
+    assert 'LOCK = ROOT / "requirements" / "guard.txt"' in text
+    assert "scripts/guard_lock.py" in (ROOT / "scripts" / "lock").read_text()
+
+
 def test_dockerfile_installs_only_from_the_lock_with_hashes():
     """The builder's one pip install takes requirements/runtime.txt with --require-hashes --no-deps."""
     installs = [rest for keyword, rest in _instructions() if "pip install" in rest]

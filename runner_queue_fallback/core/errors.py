@@ -9,6 +9,7 @@
     │   ├── DeadlineExceeded      the caller's window closed before a usable reply
     │   │   └── QuotaSpent            ... because the API quota is spent until a later reset
     │   ├── DispatchAmbiguous     the dispatch POST may or may not have created a run
+    │   ├── AppTokenUnavailable   no installation token could be minted from the App credentials
     │   └── GitHubAPIError        GitHub answered with an error status
     │       ├── NotFound              404
     │       ├── PermissionDenied      403 that is not a rate limit
@@ -29,7 +30,7 @@ Every message says what happened, why it usually happens and how to fix it. None
 The fixes a user meets first are module-level constants (`FIX_*`, listed in `TROUBLESHOOTING`), so
 the list of messages in docs/troubleshooting.md can be compared with the program's.
 
-Long (467 lines) because the whole error tree with each error's fix text, so that every message a
+Long (512 lines) because the whole error tree with each error's fix text, so that every message a
 user meets is in one place.
 """
 
@@ -47,6 +48,7 @@ __all__ = [
     "TRANSIENT_ERRORS",
     "TROUBLESHOOTING",
     "WORKFLOW_REF_NOT_FOUND",
+    "AppTokenUnavailable",
     "CancelRefused",
     "Cancelled",
     "Conflict",
@@ -243,6 +245,49 @@ class DispatchAmbiguous(GitHubError):
         super().__init__(
             f"POST {path} got no clear answer ({detail}); a child run may or may not have been "
             "created. Dispatch is never retried: the run is looked up by its run-name instead."
+        )
+
+
+class AppTokenUnavailable(GitHubError):
+    """No installation token could be minted from the App credentials.
+
+    The request that needed one was not sent: a dispatch that needed it created nothing.
+    """
+
+    def __init__(
+        self, app_id: str, repository: str, installation_id: int | None, cause: GitHubError
+    ) -> None:
+        """Say why minting failed (`cause`, from the App's own requests) and the fix."""
+        self.cause = cause
+        reply = getattr(cause, "reply", str(cause))
+        status = getattr(cause, "status", None)
+        if status == 401:
+            fix = (
+                "Fix: GitHub refused the App's JWT: `app-private-key` must be a private key of "
+                "the App that `app-id` names (generate one on the App's settings page), and the "
+                "runner's clock must be right within a minute."
+            )
+        elif status == 404 and installation_id is None:
+            fix = (
+                f"Fix: install the App on {repository} (or on all of its owner's repositories), "
+                "or set `app-installation-id`."
+            )
+        elif status == 404:
+            fix = (
+                f"Fix: `app-installation-id` {installation_id} is not an installation of App "
+                f"{app_id}; correct it, or leave it empty to find the installation on {repository}."
+            )
+        elif status in {403, 422}:
+            fix = (
+                "Fix: the installation must reach this repository and grant the App Actions "
+                "(read and write) and Contents (read); change the App's permissions or "
+                "installation, then approve the change on the installation."
+            )
+        else:
+            fix = "Fix: GitHub could not mint the token now; see https://www.githubstatus.com."
+        super().__init__(
+            f"no installation token of GitHub App {app_id} could be minted for {repository}: "
+            f"{reply}. {fix}"
         )
 
 

@@ -279,7 +279,8 @@ COORDINATOR: Final = table(
 )
 
 #: Every guard input, in the order of guard/action.yml and guard/docker/action.yml: five
-#: dispatched values, the coordinator's workflow file name(s) and ref, the API version and the token.
+#: dispatched values, the coordinator's workflow file name(s) and ref, how near a spent quota's
+#: reset it waits for, the API version and the token.
 GUARD: Final = table(
     Input(
         "request-id",
@@ -329,6 +330,18 @@ GUARD: Final = table(
             "the guard refuses a parent whose workflow ran from any other ref (a branch, a pull "
             "request, a fork). Recommended with coordinator-workflow for a coordinator that runs "
             "on a protected branch; see the README's trust model."
+        ),
+    ),
+    Input(
+        "guard-quota-wait-minutes",
+        rule="guard-quota-minutes",
+        default="10",
+        description=(
+            "When a read is refused because the repository's API quota is spent and its reset is "
+            "at most this many minutes away, the guard waits for the reset, then runs every check "
+            "again from the start (0 to 60; 0 fails closed at once). The wait counts against the "
+            "child job's timeout-minutes and the coordinator's execution-timeout-minutes; see "
+            "docs/guard.md."
         ),
     ),
     Input(

@@ -39,3 +39,4 @@ class LedgerEntry:
     fault: str | None = None  # the injected fault kind, if any
     points: int = 0  # charged against the secondary limits (0 when they are off)
     limit: str | None = None  # "primary" or "secondary": the rate limit that refused it
+    bucket: str = "repository"  # whose primary quota its credential spends (`QuotaBucket.owner`)

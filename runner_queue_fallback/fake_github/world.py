@@ -8,17 +8,20 @@ Server: it refuses 2026-03-10, so a dispatch answers 204 and the run is known on
 run-name (with `Timings.listing_delay`, the run is listed that long after it is visible).
 
 Every reply carries `Date`, GitHub's clock to the second. Rate limits, as GitHub documents them:
-the primary quota is one hourly window per repository (`quota` requests; a 304 is free), refused
-with `rate_limit_status` (403 or 429: GitHub uses both and says nothing about when) and
+the primary quota is one hourly window per quota owner (`fake_github/limits.py`: the repository's,
+`quota` requests, for every token the fake does not know otherwise; each App installation's, for
+every token minted from it; each user's, for a personal token; a 304 is free), refused with
+`rate_limit_status` (403 or 429: GitHub uses both and says nothing about when) and
 `x-ratelimit-remaining: 0`; the secondary limits (`secondary`, off unless given; their assumptions
 are in `fake_github/limits.py`) are refused with the same status, the secondary-limit message and
 `retry-after`. `GET /rate_limit` is free against the primary quota and answers even when it is
 spent. `etags="every-read"` gives every reply a new ETag, so that no conditional request is ever
 answered 304 (GitHub only implies that an unchanged resource keeps its ETag; this is the world
-where it does not).
+where it does not). GitHub Apps (`add_app`, `install_app`; `fake_github/apps.py`) mint
+installation tokens that expire after an hour of virtual time.
 
-Long (648 lines) because the REST surface of the fake (routing, ETags, quota, faults) over one
-model.
+Long (800 lines) because the REST surface of the fake (routing, ETags, quota buckets, credentials,
+faults) over one model.
 """
 
 from __future__ import annotations
@@ -37,8 +40,23 @@ from urllib.parse import SplitResult, parse_qs, unquote, urlencode, urlsplit
 
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.fake_github.actions import ActionsModel, DispatchRefused, WorkerHook
+from runner_queue_fallback.fake_github.apps import (
+    APP_QUOTA,
+    BAD_CREDENTIALS,
+    INSTALLATION_QUOTA,
+    FakeApp,
+    FakeApps,
+    FakeInstallation,
+    installation_body,
+    token_body,
+)
 from runner_queue_fallback.fake_github.faults import Fault, FaultPlan
-from runner_queue_fallback.fake_github.limits import SecondaryLimits, SecondaryMeter
+from runner_queue_fallback.fake_github.limits import (
+    QUOTA_WINDOW,
+    QuotaBucket,
+    SecondaryLimits,
+    SecondaryMeter,
+)
 from runner_queue_fallback.fake_github.model import (
     DEFAULT_PLATFORM,
     DEFAULT_TIMINGS,
@@ -55,7 +73,14 @@ if TYPE_CHECKING:
     import requests
     import responses
 
-__all__ = ["API_VERSIONS", "OLDER_SERVER", "ETagPolicy", "FakeGitHub", "RateLimitStatus"]
+__all__ = [
+    "API_VERSIONS",
+    "OLDER_SERVER",
+    "QUOTA_WINDOW",
+    "ETagPolicy",
+    "FakeGitHub",
+    "RateLimitStatus",
+]
 
 #: How a rate-limit refusal is answered: GitHub documents both 403 and 429.
 RateLimitStatus = Literal[403, 429]
@@ -67,7 +92,6 @@ SECONDARY_MESSAGE = (
     "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. "
     "If you reach out to GitHub Support for help, please include the request ID {request_id}."
 )
-QUOTA_WINDOW = 3600.0
 #: Without `X-GitHub-Api-Version` GitHub still serves 2022-11-28; the client asks for 2026-03-10.
 DEFAULT_API_VERSION = "2022-11-28"
 API_VERSIONS = frozenset({"2022-11-28", "2026-03-10"})
@@ -118,6 +142,7 @@ class _Request:
     client: int | None
     request_id: str
     version: str  # the API version asked for (`X-GitHub-Api-Version`), or the default
+    bucket: QuotaBucket  # the primary quota its credential spends
 
     @property
     def params(self) -> dict[str, str]:
@@ -176,7 +201,17 @@ class FakeGitHub(ActionsModel):
             platform=platform,
         )
         self.faults = faults or FaultPlan()
-        self.quota = quota
+        #: The primary quota of each owner; the repository's serves every token not known
+        #: otherwise (its message names the GitHub Actions installation of `GITHUB_TOKEN`).
+        self._repo_bucket = QuotaBucket(
+            "repository", quota, "API rate limit exceeded for installation ID 4242."
+        )
+        self.buckets: dict[str, QuotaBucket] = {"repository": self._repo_bucket}
+        #: The GitHub Apps and their installations and tokens (`add_app`); None: none.
+        self.apps: FakeApps | None = None
+        self._users: dict[str, str] = {}  # personal token -> its user's bucket owner
+        self._credentials: dict[str, tuple[QuotaBucket, str]] = {}  # Authorization -> bucket, kind
+        self._app: FakeApp | None = None  # the App whose JWT the request being served carries
         self.rate_limit_status: RateLimitStatus = rate_limit_status
         self.secondary = None if secondary is None else SecondaryMeter(secondary)
         self.etags: ETagPolicy = etags
@@ -190,7 +225,6 @@ class FakeGitHub(ActionsModel):
         self._clients: dict[str, int] = {}
         self._authorizations: dict[str, int] = {}  # Authorization header -> `_clients` number
         self._epochs: dict[float, int] = {}  # virtual second -> Unix time (`_epoch`)
-        self._window: tuple[float, int] | None = None  # (window start, counted requests)
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
         self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
@@ -224,10 +258,69 @@ class FakeGitHub(ActionsModel):
         """Add a fault to the plan."""
         self.faults.add(fault)
 
-    def spend_quota(self, count: int) -> None:
-        """Count `count` requests against the quota now, as other users of the token would."""
+    @property
+    def quota(self) -> int:
+        """The repository's hourly quota (`GITHUB_TOKEN`'s)."""
+        return self._repo_bucket.limit
+
+    @quota.setter
+    def quota(self, value: int) -> None:
+        self._repo_bucket.limit = value
+
+    def spend_quota(self, count: int, owner: str = "repository") -> None:
+        """Count `count` requests against `owner`'s quota now, as other users of it would."""
         for _ in range(count):
-            self._count()
+            self._count(self.buckets[owner])
+
+    def quota_used(self, owner: str = "repository") -> int:
+        """Requests counted in `owner`'s open quota window."""
+        return self.buckets[owner].used(self.now())
+
+    def add_app(self, app_id: int, public_pem: str, *, slug: str = "rqf-coordinator") -> FakeApp:
+        """Register a GitHub App whose JWTs `public_pem` verifies (its own quota: `APP_QUOTA`)."""
+        self.apps = self.apps or FakeApps()
+        owner = f"app:{app_id}"
+        message = f"API rate limit exceeded for app ID {app_id}."
+        self.buckets[owner] = QuotaBucket(owner, APP_QUOTA, message)
+        self._credentials.clear()
+        return self.apps.add_app(app_id, public_pem, slug=slug)
+
+    def install_app(
+        self,
+        app: FakeApp,
+        *,
+        repositories: tuple[str, ...] | None = None,
+        permissions: dict[str, str] | None = None,
+        quota: int = INSTALLATION_QUOTA,
+    ) -> FakeInstallation:
+        """Install `app` on this repository's owner, with its own quota bucket.
+
+        All the owner's repositories unless `repositories` names some; `quota` an hour.
+        """
+        assert self.apps is not None, "add_app first"  # noqa: S101 (a test's setup mistake)
+        owner_type = self.org_runners.owner_type if self.org_runners else "Organization"
+        installation = self.apps.install(
+            app,
+            self.repository.split("/", 1)[0],
+            target_type=owner_type,
+            repositories=repositories,
+            permissions=permissions,
+            quota=quota,
+        )
+        message = f"API rate limit exceeded for installation ID {installation.id}."
+        bucket = QuotaBucket(installation.owner, quota, message)
+        self.buckets[installation.owner] = bucket
+        return installation
+
+    def add_user_token(self, token: str, login: str, *, quota: int = 5000) -> None:
+        """A personal token of user `login`, which spends that user's own quota."""
+        owner = f"user:{login}"
+        if owner not in self.buckets:
+            number = 1_000_000 + len(self.buckets)
+            message = f"API rate limit exceeded for user ID {number}."
+            self.buckets[owner] = QuotaBucket(owner, quota, message)
+        self._users[token] = owner
+        self._credentials.clear()
 
     def counted_requests(self, client: int | None = None) -> int:
         """Requests that counted against the primary rate limit (of one client, or all)."""
@@ -245,6 +338,7 @@ class FakeGitHub(ActionsModel):
         if self._api_prefix and path.startswith(self._api_prefix + "/"):
             path = path[len(self._api_prefix) :]
         lowered = {k.lower(): v for k, v in headers.items()}
+        authorization = lowered.get("authorization")
         with self._lock:
             self._seq += 1
             request = _Request(
@@ -253,9 +347,10 @@ class FakeGitHub(ActionsModel):
                 query=split.query,
                 headers=lowered,
                 body=body,
-                client=self._client(lowered.get("authorization")),
+                client=self._client(authorization),
                 request_id=f"5100:{self._seq:05X}:{self._seq * 7919 % 65536:04X}",
                 version=lowered.get("x-github-api-version", DEFAULT_API_VERSION).strip(),
+                bucket=self._credential(authorization)[0],
             )
             points = self._charge(request)
             outcome: _Outcome
@@ -278,6 +373,7 @@ class FakeGitHub(ActionsModel):
                     fault=fault,
                     points=points,
                     limit=limit,
+                    bucket=request.bucket.owner,
                 )
             )
         if self.timings.latency > 0:
@@ -300,6 +396,49 @@ class FakeGitHub(ActionsModel):
             self._authorizations[authorization] = number
         return number
 
+    def _credential(self, authorization: str | None) -> tuple[QuotaBucket, str]:
+        """The quota a credential spends, and its kind.
+
+        The kind is `token` (the repository's or a user's), `minted` (an installation token) or
+        `jwt` (an App's).
+        """
+        if authorization is None or (self.apps is None and not self._users):
+            return self._repo_bucket, "token"
+        known = self._credentials.get(authorization)
+        if known is None:
+            token = authorization.split(" ", 1)[-1].strip()
+            minted = self.apps.minted(token) if self.apps else None
+            app = self.apps.app_named(token) if self.apps and minted is None else None
+            if minted is not None:
+                known = self.buckets[minted.installation.owner], "minted"
+            elif app is not None:
+                known = self.buckets[f"app:{app.id}"], "jwt"
+            else:
+                known = self.buckets[self._users.get(token, "repository")], "token"
+            self._credentials[authorization] = known
+        return known
+
+    def _refuse_credential(self, request: _Request) -> _Served | None:
+        """GitHub's refusal of an App's JWT or an installation token (`fake_github/apps.py`)."""
+        self._app = None
+        apps = self.apps
+        if apps is None:
+            return None
+        token = request.headers.get("authorization", "").split(" ", 1)[-1].strip()
+        kind = self._credential(request.headers.get("authorization"))[1]
+        if apps.is_app_endpoint(request.method, request.path, self.repository):
+            now = (self.render.epoch + timedelta(seconds=self.now())).timestamp()
+            self._app, message = apps.verify(token, now)
+            return None if self._app else (401, error(message, 401))
+        if kind == "jwt":
+            return 401, error(BAD_CREDENTIALS, 401)
+        if kind != "minted":
+            return None
+        refused = apps.refuse_token(
+            token, request.method, request.path, self.repository, self.now()
+        )
+        return None if refused is None else (refused[0], error(refused[1], refused[0]))
+
     def _charge(self, request: _Request) -> int | None:
         """Secondary-limit points for `request`, booked; None when a secondary limit refuses it."""
         if self.secondary is None or request.client is None:
@@ -316,19 +455,23 @@ class FakeGitHub(ActionsModel):
         if request.version not in self.api_versions:  # every endpoint checks the version first
             free = request.method == "GET" and request.path == "/rate_limit"
             if not free:
-                self._count()
+                self._count(request.bucket)
             message = f"API version '{request.version}' is not a supported version."
             return self._reply(400, error(message, 400), request), not free, None, None
+        refused = self._refuse_credential(request)
+        if refused is not None:  # a refused credential costs no quota
+            return self._reply(*refused, request), False, None, None
         if request.method == "GET" and request.path == "/rate_limit":
             return self._reply(200, self._rate_limit_body(request), request), False, None, None
-        if self._quota_used() >= self.quota:
-            reply = self._primary_limit(request, self._quota_reset(), self.rate_limit_status)
+        if request.bucket.spent(self.now()):
+            reset = request.bucket.reset(self.now())
+            reply = self._primary_limit(request, reset, self.rate_limit_status)
             return reply, False, None, "primary"
         fault = self.faults.pick(request.method, request.path, self.now())
         if fault is not None and fault.kind in {"timeout", "connection"}:
             return self._fault_reply(fault, request), False, fault.kind, None
         if fault is not None and fault.kind != "lost_reply":
-            self._count()
+            self._count(request.bucket)
             limit = _FAULT_LIMITS.get(fault.kind)
             return self._fault_reply(fault, request), True, fault.kind, limit
         return self._routed(request, fault)
@@ -346,7 +489,7 @@ class FakeGitHub(ActionsModel):
         is_get = request.method == "GET" and status == 200
         if is_get and _etag_matches(request.headers.get("if-none-match"), etag):
             return self._reply(304, None, request, etag=etag), False, None, None
-        self._count()
+        self._count(request.bucket)
         if fault is not None:  # lost_reply: it really happened, but the client never hears so
             lost = Reply(0, error="timeout") if fault.status is None else self._bad_gateway(request)
             return lost, True, fault.kind, None
@@ -360,18 +503,10 @@ class FakeGitHub(ActionsModel):
     # --------------------------------------------------------------------- quota, replies
 
     def _quota_used(self) -> int:
-        if self._window is None or self.now() >= self._window[0] + QUOTA_WINDOW:
-            return 0
-        return self._window[1]
+        return self._repo_bucket.used(self.now())
 
-    def _count(self) -> None:
-        if self._window is None or self.now() >= self._window[0] + QUOTA_WINDOW:
-            self._window = (self.now(), 0)
-        self._window = (self._window[0], self._window[1] + 1)
-
-    def _quota_reset(self) -> float:
-        start = self._window[0] if self._window and self._quota_used() else self.now()
-        return start + QUOTA_WINDOW
+    def _count(self, bucket: QuotaBucket) -> None:
+        bucket.count(self.now())
 
     def _epoch(self, virtual: float) -> int:
         epoch = self._epochs.get(virtual)
@@ -384,8 +519,9 @@ class FakeGitHub(ActionsModel):
         self, request: _Request, *, remaining: int | None = None, etag: str | None = None
     ) -> dict[str, str]:
         """Headers of every reply: content type, API version, request ID, rate limit, ETag."""
-        used = self._quota_used()
-        left = max(0, self.quota - used) if remaining is None else remaining
+        bucket, now = request.bucket, self.now()
+        used = bucket.used(now)
+        left = max(0, bucket.limit - used) if remaining is None else remaining
         headers = {
             "Content-Type": "application/json; charset=utf-8",
             "Date": self.render.http_date(self.now()),
@@ -394,10 +530,10 @@ class FakeGitHub(ActionsModel):
             headers["X-GitHub-Api-Version-Selected"] = request.version
         headers |= {
             "X-GitHub-Request-Id": request.request_id,
-            "X-RateLimit-Limit": str(self.quota),
+            "X-RateLimit-Limit": str(bucket.limit),
             "X-RateLimit-Remaining": str(left),
             "X-RateLimit-Used": str(used),
-            "X-RateLimit-Reset": str(self._epoch(self._quota_reset())),
+            "X-RateLimit-Reset": str(self._epoch(bucket.reset(now))),
             "X-RateLimit-Resource": "core",
         }
         if etag is not None:
@@ -414,7 +550,7 @@ class FakeGitHub(ActionsModel):
     def _primary_limit(self, request: _Request, reset: float, status: int = 403) -> Reply:
         headers = self._headers(request, remaining=0)
         headers["X-RateLimit-Reset"] = str(self._epoch(reset))
-        message = "API rate limit exceeded for installation ID 4242."
+        message = request.bucket.message
         body = json.dumps(error(message, status, f"{RATE_DOCS}#about-primary-rate-limits"))
         return Reply(status, headers, body.encode())
 
@@ -434,11 +570,12 @@ class FakeGitHub(ActionsModel):
 
     def _rate_limit_body(self, request: _Request) -> dict[str, Any]:
         """`GET /rate_limit`: the core quota (and search); 2022-11-28 repeats core as `rate`."""
-        used = self._quota_used()
+        bucket, now = request.bucket, self.now()
+        used = bucket.used(now)
         core = {
-            "limit": self.quota,
-            "remaining": max(0, self.quota - used),
-            "reset": self._epoch(self._quota_reset()),
+            "limit": bucket.limit,
+            "remaining": max(0, bucket.limit - used),
+            "reset": self._epoch(bucket.reset(now)),
             "used": used,
         }
         search = {"limit": 30, "remaining": 30, "reset": self._epoch(self.now() + 60), "used": 0}
@@ -473,6 +610,8 @@ class FakeGitHub(ActionsModel):
     # ----------------------------------------------------------------------------- routes
 
     def _route(self, request: _Request) -> _Served:
+        if self._app is not None and self.apps is not None:  # a JWT GitHub accepted
+            return self._app_route(request, self._app, self.apps)
         if self.org_runners is not None and request.method == "GET":
             token = request.headers.get("authorization", "").split(" ", 1)[-1].strip()
             served = self.org_runners.serve(
@@ -493,6 +632,18 @@ class FakeGitHub(ActionsModel):
                 handler: Callable[..., _Served] = getattr(self, name)
                 return handler(request, **match.groupdict())
         return 404, error("Not Found", 404)
+
+    def _app_route(self, request: _Request, app: FakeApp, apps: FakeApps) -> _Served:
+        """The App's endpoints: its installation on this repository, and minting a token."""
+        if request.method == "GET":
+            installation = apps.installation_of(app, self.repository)
+            if installation is None:
+                return 404, error("Not Found", 404)
+            return 200, installation_body(installation, self.render)
+        status, text = apps.mint(app, request.path, request.body, self.now())
+        if status != 201:
+            return status, error(text, status)
+        return 201, token_body(text, apps.tokens[text], self.render)
 
     def _dispatch(self, request: _Request, file: str) -> _Served:
         try:

@@ -18,6 +18,7 @@ from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.api_versions import NEWER
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.github.calls import Calls
+from runner_queue_fallback.github.installations import AppEndpoints
 from runner_queue_fallback.github.listing import Listing, WindowListing
 from runner_queue_fallback.github.models import (
     CancelOutcome,
@@ -34,6 +35,7 @@ from runner_queue_fallback.github.refs import Refs
 from runner_queue_fallback.github.retry import Patience
 from runner_queue_fallback.github.runner_groups import RunnerReads
 from runner_queue_fallback.github.runs import Runs
+from runner_queue_fallback.github.tokens import TokenSource
 from runner_queue_fallback.github.transport import USER_AGENT, Transport, api_path
 from runner_queue_fallback.github.versions import VersionNegotiation
 
@@ -77,7 +79,7 @@ class GitHubClient:
         session: requests.Session,
         api_url: str,
         repository: str,
-        token: str,
+        token: str | TokenSource,
         clock: Clock,
         *,
         timeout: float = timing.REQUEST_TIMEOUT_SECONDS,
@@ -88,7 +90,8 @@ class GitHubClient:
         """Use `session` (whose own retries stay off) against `api_url` for `owner/name`.
 
         `api_version`: `2026-03-10`, `2022-11-28` or `auto` (detect on the first reply; what the
-        action's steps pass by default, from their `api-version` input).
+        action's steps pass by default, from their `api-version` input). `token`: one token for
+        every request, or a `TokenSource` asked before each (`github.app_token`'s App tokens).
         """
         owner, _, name = repository.partition("/")
         if not owner or not name or "/" in name:
@@ -116,6 +119,8 @@ class GitHubClient:
         self._listing, self._refs = Listing(calls), Refs(calls)
         #: The runner-group reads (`github.runner_groups`): made only by a `runners-token` client.
         self.runner_reads = RunnerReads(calls, repository)
+        #: The App's endpoints (`github.installations`): sent only by a client on the App's JWT.
+        self.app_endpoints = AppEndpoints(calls, repository)
 
     def __repr__(self) -> str:
         """Show where the client points, never its token."""

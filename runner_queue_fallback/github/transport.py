@@ -7,6 +7,8 @@ network failures and malformed bodies into `TransportError`, and of error replie
 `github.calls`, the version's negotiation `github.versions`.
 
 The token is kept in one private header dict and never appears in a message, log line or repr.
+A `TokenSource` (`github.tokens`) instead is asked for the token of each request and told of each
+401, so that a token that expires within the run is renewed; every token it handed out is redacted.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from runner_queue_fallback.core.errors import (
 )
 from runner_queue_fallback.github.quota import RequestStats
 from runner_queue_fallback.github.retry import classify_rate_limit
+from runner_queue_fallback.github.tokens import TokenSource
 from runner_queue_fallback.github.versions import (
     ApiVersionRefused,
     VersionNegotiation,
@@ -92,7 +95,7 @@ class Transport:
         self,
         session: requests.Session,
         api_url: str,
-        token: str,
+        token: str | TokenSource,
         clock: Clock,
         *,
         stats: RequestStats,
@@ -100,10 +103,15 @@ class Transport:
         timeout: float,
         conditional: bool,
     ) -> None:
-        """Use `session` (whose own retries stay off); count each send in `stats`."""
+        """Use `session` (whose own retries stay off); count each send in `stats`.
+
+        `token`: the one token of every request, or the `TokenSource` asked before each.
+        """
         self._session = session
         self.api_url = api_url.rstrip("/")
-        self._token = token
+        self._source = None if isinstance(token, str) else token
+        #: Every token sent so far (the one fixed token, or each one the source handed out).
+        self._tokens: list[str] = [token] if isinstance(token, str) and token else []
         self._clock = clock
         self._stats = stats
         self._versions = versions
@@ -111,7 +119,7 @@ class Transport:
         #: Whether GETs are conditional (ETag / If-None-Match) and their bodies kept.
         self.conditional = conditional
         self._headers: Final = {
-            "Authorization": f"Bearer {token}",
+            "Authorization": f"Bearer {token}" if isinstance(token, str) else "",
             "Accept": "application/vnd.github+json",
             "User-Agent": USER_AGENT,
         }
@@ -145,13 +153,16 @@ class Transport:
         """Send one HTTP request; transport failures become TransportError without headers."""
         url = url or self.url(path, {})
         headers = dict(self._headers)
+        token = self._token_now()
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         headers["X-GitHub-Api-Version"] = self._versions.version
         cached = self.cached(url) if method == "GET" else None
         if cached is not None:
             headers["If-None-Match"] = cached.etag
         self._stats.sent += 1
         try:
-            return self._session.request(
+            response = self._session.request(
                 method,
                 url,
                 headers=headers,
@@ -165,6 +176,18 @@ class Transport:
         except requests.RequestException as exc:
             detail = self.redact(f"{type(exc).__name__}: {exc}")
             raise TransportError(method, path, detail, attempts=attempts) from None
+        if token is not None and response.status_code == 401 and self._source is not None:
+            self._source.refused(token)
+        return response
+
+    def _token_now(self) -> str | None:
+        """The source's token for the request about to be sent (None: the one fixed token)."""
+        if self._source is None:
+            return None
+        token = self._source.token()
+        if token not in self._tokens:
+            self._tokens.append(token)
+        return token
 
     def parse(
         self, method: str, path: str, body: bytes, model: type[_ModelT], attempts: int
@@ -227,8 +250,10 @@ class Transport:
         return self.redact(_message(response))
 
     def redact(self, text: str) -> str:
-        """Remove the token from text that came from elsewhere (belt and braces)."""
-        return text.replace(self._token, "***") if self._token else text
+        """Remove every token sent from text that came from elsewhere (belt and braces)."""
+        for token in self._tokens:
+            text = text.replace(token, "***")
+        return text
 
 
 def request_id_note(response: requests.Response) -> str:

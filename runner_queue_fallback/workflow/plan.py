@@ -16,7 +16,7 @@ from runner_queue_fallback.core.profiles import ANY_GROUP, ANY_LABELS, HOSTED_PO
 
 __all__ = ["SKIPS_UNUSABLE_POOLS", "Plan", "make_plan", "short_deadline_reason"]
 
-#: What `runners-token` changes in a sequence (departure 20): said by `plan` when it is given.
+#: What `runners-token` changes in a sequence (departure 21): said by `plan` when it is given.
 SKIPS_UNUSABLE_POOLS = (
     "runners-token is set: before each dispatch the coordinator reads the candidate's runner "
     "group and the organisation's self-hosted-runner policy, and skips at once a pool proven "
