@@ -355,6 +355,16 @@ def test_each_read_is_made_once_per_sequence_however_often_candidates_ask():
     world.main_unused()
 
 
+def test_the_reads_spend_the_runners_tokens_quota_not_the_repositorys():
+    """A user's token (its own bucket): the repository's bucket counts the coordinator's one read."""
+    world = Org(enabled_repositories="selected", policy_repositories=(REPO,))
+    world.github.add_user_token(RUNNERS_TOKEN, "runners-reader")
+    world.org.add_group("nv-cpu-general", visibility="selected", selected_repositories=(REPO,))
+    assert isinstance(world.access().verdict(pool()), Usable)
+    assert world.github.quota_used() == 1
+    assert world.github.quota_used("user:runners-reader") == len(world.requests(RUNNERS_TOKEN)) == 5
+
+
 def test_a_new_sequence_reads_again():
     """The reads belong to one sequence: a group fixed since is seen by the next one."""
     world = Org()
