@@ -267,8 +267,10 @@ COORDINATOR: Final = table(
         secret=True,
         description=(
             "Optional second token, only read with: preflight uses it to read the organisation's "
-            "runner groups, their runners and its self-hosted-runner policy (the coordinator does "
-            "not use it yet). Never used for a write, never saved or sent to the child. Give a "
+            "runner groups, their runners and its self-hosted-runner policy; the coordinator "
+            "reads each candidate's group and the policy once per run and skips a pool proven "
+            "unable to serve this workflow. Never used for a write, never saved or sent to the "
+            "child. Give a "
             "read-only token from a secret: a fine-grained or GitHub App token with organisation "
             "Self-hosted runners (read) and Actions policies (read), never a classic admin:org "
             "token. Blank: those reads are not made."

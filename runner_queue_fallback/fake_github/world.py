@@ -68,7 +68,6 @@ from runner_queue_fallback.fake_github.model import (
 )
 from runner_queue_fallback.fake_github.render import Renderer, error
 from runner_queue_fallback.fake_github.reply import LedgerEntry, Reply
-from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 
 if TYPE_CHECKING:
     import requests
@@ -229,8 +228,6 @@ class FakeGitHub(ActionsModel):
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
         self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
-        #: The owner's runner groups and policy (`fake_github/runner_groups.py`); None: not served.
-        self.org_runners: OrgRunners | None = None
 
     # --------------------------------------------------------------------------- adapters
 
