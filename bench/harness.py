@@ -22,7 +22,7 @@ within its `guard-quota-wait-minutes` (`guard_wait`: that input; None, its defau
 workload otherwise (it fails closed). Without, the fake's guard step just passes after 2 s, sending
 nothing.
 
-Long (901 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
+Long because one fleet run: lanes, the runner participant, guards on the quota and the
 per-coordinator records share one virtual clock and one world.
 """
 
@@ -542,7 +542,7 @@ def build_coordinator(  # noqa: PLR0917 (the composition root's arguments, in it
 ) -> Coordinator:
     """Build one coordinator as the composition root does; the bench's only wiring of it.
 
-    INTEGRATION HOOK (issue 14): a coordinator that takes an injected random source (for the
+    INTEGRATION HOOK: a coordinator that takes an injected random source (for the
     admission wait's spread) gets `random.Random(seed)` under whichever of these keywords its
     constructor accepts, so each bench coordinator is seeded and every run repeats exactly.
     """

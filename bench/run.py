@@ -312,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sweep.add_argument(
         "--no-guards",
         action="store_true",
-        help="children pass their guard step without a request (the sweep before issue 27)",
+        help="children pass their guard step without a request (no guard reads charged)",
     )
     sweep.add_argument(
         "--guard-wait",

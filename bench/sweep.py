@@ -30,7 +30,7 @@ guards sent, how many waited for a reset, how many refused for a spent quota, an
 many with the reset (read from the fake's ledger) within their wait; each role's job
 `timeout-minutes`.
 
-Long (528 lines) because the sweep's loads, its loss and guard columns and their table are one
+Long because the sweep's loads, its loss and guard columns and their table are one
 measurement read together.
 """
 

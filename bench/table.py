@@ -3,7 +3,7 @@
 The table is data: `SECTIONS` lists its rows (a label, where the value comes from, how it is
 formatted and which ratio to the baseline goes with it); `render` only walks it.
 
-Long (423 lines) because the table is data: its rows, read as one list, are most of the module.
+Long because the table is data: its rows, read as one list, are most of the module.
 """
 
 from __future__ import annotations

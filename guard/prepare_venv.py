@@ -30,7 +30,7 @@ Run by guard/action.yml (the composite guard) with the runner's Python 3.11+ in 
   checkout (the commit the child pins) on the venv's path, as PYTHONPATH=/app does in the image.
 - Writes `python=<the venv's interpreter>` to $GITHUB_OUTPUT for the guard step.
 
-Long (575 lines) because standard library only and run as one file before anything is installed, it
+Long because standard library only and run as one file before anything is installed, it
 must hold pip's isolation, the transport keys read from pip's config files, and the venv check in
 one script.
 """

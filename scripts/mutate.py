@@ -35,7 +35,7 @@ How it works:
    total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
    module was refused or is under `--min-score` (killed / (total - equivalent)).
 
-Long (1070 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
+Long because a self-contained runner (sites, self-check, map, fork, results, report)
 run as one script.
 """
 

@@ -26,7 +26,7 @@ its reset at most `guard-quota-wait-minutes` away (all waits together), waits fo
 Clock and runs every check again from the start, with a new deadline, under the same rules; a
 reset further away, or none the replies name, fails closed as before, naming it.
 
-Long (716 lines) because every check of the guard (identity, request id, parent, coordinator
+Long because every check of the guard (identity, request id, parent, coordinator
 ref, copies, source, runner) shares one 2-minute deadline and one report, and a pass refused for
 a spent quota is waited out and run again in the same place.
 """

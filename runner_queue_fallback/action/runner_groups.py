@@ -9,7 +9,7 @@ use. Each check passes, FAILs with the fix, is not checked (why, naming the perm
 or not proven. `preflight` prints them; `pool_access` asks the same checks (not the runner
 counts) before a dispatch.
 
-Long (445 lines) because every check, and the "not checked" naming each permission it
+Long because every check, and the "not checked" naming each permission it
 needs, is kept in one place that `preflight` and the coordinator's `pool_access` both read.
 """
 

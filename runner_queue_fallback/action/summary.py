@@ -180,7 +180,7 @@ def headline(result: Result) -> str:
 
 
 def _hosted_line(result: Result) -> list[str]:
-    """A dispatched hosted candidate (issue 33) is marked: its minutes are billed."""
+    """A dispatched hosted candidate is marked: its minutes are billed."""
     hosted = [a for a in result.dispatched if a.candidate.hosted]
     return [
         f"**GitHub-hosted:** candidate {a.number} "

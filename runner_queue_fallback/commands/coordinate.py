@@ -65,7 +65,7 @@ def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) ->
 
 
 def _say_hosted(plan: Plan, reporter: Reporter) -> None:
-    """A hosted last resort (issue 33) is billed: say so up front, and warn of a label on trust."""
+    """A hosted last resort is billed: say so up front, and warn of a label on trust."""
     for note in plan.hosted_notes:
         reporter.log(f"Note: {note}")
     for text in plan.hosted_warnings:

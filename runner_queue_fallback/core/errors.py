@@ -30,7 +30,7 @@ Every message says what happened, why it usually happens and how to fix it. None
 The fixes a user meets first are module-level constants (`FIX_*`, listed in `TROUBLESHOOTING`), so
 the list of messages in docs/troubleshooting.md can be compared with the program's.
 
-Long (512 lines) because the whole error tree with each error's fix text, so that every message a
+Long because the whole error tree with each error's fix text, so that every message a
 user meets is in one place.
 """
 

@@ -1,4 +1,4 @@
-"""A GitHub-hosted runner as the last candidate (issue 33, a departure): which labels fit a type.
+"""A GitHub-hosted runner as the last candidate (a departure): which labels fit a type.
 
 The specification knows only self-hosted pools. A team may rather pay for a hosted CPU job than
 fail the check: `{"hosted": "<label>"}` last in `runners`, or the `hosted-last-resort` input.

@@ -4,7 +4,7 @@ A Docker action gets each input as `INPUT_<NAME>` with the name upper-cased and 
 (`INPUT_SOURCE-REF`); a blank value means the input was omitted. Every error names the input as
 spelled in action.yml, shows what was given (never the token) and what is allowed.
 
-Long (681 lines) because every input rule of the specification, with its error text and
+Long because every input rule of the specification, with its error text and
 suggestions, validated in one model so errors are collected per input.
 """
 
@@ -530,7 +530,7 @@ _HOSTED_ALLOWED = (
 def _with_hosted(
     candidates: tuple[Candidate, ...], label: str | None, profile: Profile, deadline: float
 ) -> tuple[Candidate, ...]:
-    """`hosted-last-resort` (issue 33): the profile's list, then the hosted label, last.
+    """`hosted-last-resort` (a departure): the profile's list, then the hosted label, last.
 
     It has no deadline of its own: the action-level `queue-timeout-minutes`, else the policy's.
     """

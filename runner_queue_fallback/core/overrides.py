@@ -6,7 +6,7 @@ GPU count; all share one OS; a repeated pool (`core/labels.py`) is allowed only 
 deadline and the same group. Malformed JSON or an invalid candidate is an error, never a silent
 fall back to the defaults.
 
-A departure (issue 33): `{"hosted": "<label>"}` may come after them all, a GitHub-hosted runner
+A departure: `{"hosted": "<label>"}` may come after them all, a GitHub-hosted runner
 as the last resort (`core/hosted.py`); "final" in the repeated-pool rule then means final among the
 self-hosted candidates.
 """

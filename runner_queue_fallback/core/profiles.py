@@ -47,7 +47,7 @@ class Candidate:
 
     A candidate is a group, labels, or both, as `runs-on` allows ("" and (): not given).
     `machine`: what it runs on (OS, architecture, GPU count), the coordinator's policy only.
-    `hosted` (issue 33, a departure): a GitHub-hosted runner label as the last resort; it has no
+    `hosted` (a departure): a GitHub-hosted runner label as the last resort; it has no
     runner group, so the child's `runs-on` names the label alone.
     """
 

@@ -27,7 +27,7 @@ CANCEL_POLL_SECONDS: Final = 5.0
 # "Override from 1 to 60 minutes" (the policies' own deadlines are in profiles/*.toml)
 QUEUE_MINUTES_MIN: Final = 1
 QUEUE_MINUTES_MAX: Final = 60
-# Not in the spec (issue 28): `lint` and `plan` warn below this deadline, which stays allowed.
+# Not in the spec: `lint` and `plan` warn below this deadline, which stays allowed.
 # GitHub's broker offers a queued job to idle self-hosted runners after about 60 s, and re-queues
 # a job whose assigned runner does not pick it up within 60 s (reference/github-api.md, 12).
 SHORT_QUEUE_MINUTES: Final = 2
@@ -63,7 +63,7 @@ SIGNAL_CLEANUP_BUDGET_SECONDS: Final = 6.0
 PER_CANDIDATE_OVERHEAD_MINUTES: Final = (STARTUP_WINDOW_SECONDS + CANCEL_WINDOW_SECONDS) / 60
 PARENT_GRACE_MINUTES: Final = PARENT_GRACE_SECONDS / 60
 
-# -- the shared API quota (issue 14; departures from the spec are listed in the README) ----------
+# -- the shared API quota (departures from the spec are listed in the README) ---------------------
 
 # GitHub's primary quota is an hourly window: no reset is ever more than an hour away. A wait for
 # a reset is bounded by this (plus a margin for the clocks), whatever header asked for more.
@@ -89,7 +89,7 @@ ADMISSION_MINUTES_MAX: Final = HOSTED_JOB_LIMIT_MINUTES
 POST_STEP_GRACE_SECONDS: Final = 300.0
 POST_STEP_LIMIT_SECONDS: Final = POST_STEP_GRACE_SECONDS - 60.0
 
-# -- the coordinator's own job (issue 27: no wait of ours outlives it) ---------------------------
+# -- the coordinator's own job (no wait of ours outlives it) ------------------------------------
 
 # GitHub's `timeout-minutes` of a job (and of a step) that sets none.
 DEFAULT_JOB_TIMEOUT_MINUTES: Final = 360

@@ -5,7 +5,7 @@ through time. It catches up with the shared clock whenever the clock moves (`on_
 every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
 (the worker hook making requests or sleeping) sees the model as it is and returns.
 
-Long (778 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
+Long because the Actions state machine (dispatch, scheduling, re-queue, zombies,
 cancels) moves runs and jobs through one timeline.
 """
 
@@ -414,7 +414,7 @@ class ActionsModel(RepoContent, HookRunner):
 
         Their run-names are no request id and their guard refused them: completed, no job, and
         nobody's child (no history). They are listed like any run, as a flood of hand dispatches
-        fills the guard's window (issue 44).
+        fills the guard's copy-check window.
         """
         with self._lock:
             sha = self.refs[f"heads/{self.default_branch}"]

@@ -3,7 +3,7 @@
 `lint` reports them, and the coordinator checks its child file with them (and with the inputs it
 sends, RQF302) before its first dispatch.
 
-Long (621 lines) because one rule per function for the child workflow, each with its message and
+Long because one rule per function for the child workflow, each with its message and
 fix; the rule table is workflow/model.py's.
 """
 

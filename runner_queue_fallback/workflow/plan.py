@@ -268,7 +268,7 @@ def _labels_as_written(candidate: Candidate) -> str:
 def _candidate_entry(number: int, candidate: Candidate) -> dict[str, object]:
     """A candidate in `plan --json`: a self-hosted one without a group or labels shows null."""
     written = candidate.runner()
-    if not candidate.hosted:  # a hosted one has no group, as since issue 33
+    if not candidate.hosted:  # a hosted one has no group
         written = {"group": None, "labels": None, **written}
     return {
         "order": number,

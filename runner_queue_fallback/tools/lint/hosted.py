@@ -1,4 +1,4 @@
-"""RQF307: a child the coordinator may send to a GitHub-hosted runner (issue 33) can run there.
+"""RQF307: a child the coordinator may send to a GitHub-hosted runner can run there.
 
 A hosted runner is outside the runner groups and their "selected workflows" restriction, so the
 guard, first, is all that keeps a stale or foreign dispatch from running the workload there; its

@@ -66,7 +66,7 @@ class Step(LabelledPool):
     group: str
     labels: Labels
     minutes: float
-    #: a GitHub-hosted last resort (issue 33): recommended only as `{"hosted": ...}`, only last
+    #: a GitHub-hosted last resort (a departure): recommended only as `{"hosted": ...}`, only last
     hosted: bool = False
     declared: tuple[tuple[str, str | int], ...] = ()
 
