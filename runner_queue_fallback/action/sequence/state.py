@@ -1,4 +1,8 @@
-"""What every phase of one sequence shares, and the reads each of them makes of the child."""
+"""The state every phase of one sequence reads, and the reads each of them makes of the child.
+
+The phases only read it: what they find comes back as facts (`facts.py`), which the coordinator
+applies (`action/ledger.py`, the only code that writes it).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
 
 from runner_queue_fallback.action.attempts import Attempt, Result
 from runner_queue_fallback.action.cleanup import RunNameSearch, observe_run
@@ -16,21 +19,19 @@ from runner_queue_fallback.action.observe import (
     Observation,
     job_mismatches,
 )
-from runner_queue_fallback.core import hand_off, timing
+from runner_queue_fallback.action.sequence.facts import JobRead, Phase
+from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
-from runner_queue_fallback.core.errors import Cancelled, QuotaSpent, SequenceError
+from runner_queue_fallback.core.errors import Cancelled, SequenceError
 from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
 from runner_queue_fallback.github.client import GitHubClient
-from runner_queue_fallback.github.retry import Patience
 
-__all__ = ["Sequence", "minutes", "seconds"]
-
-_T = TypeVar("_T")
+__all__ = ["SequenceState", "checked", "minutes", "note_job", "observe", "read_child", "seconds"]
 
 
 @dataclass
-class Sequence:
+class SequenceState:
     """One coordinator's sequence: its wiring and the state that outlives a phase."""
 
     inputs: CoordinatorInputs
@@ -50,10 +51,12 @@ class Sequence:
     #: when the parent attempt started (its `run_started_at`, GitHub's clock), from the parent
     #: check: no request id states an earlier time
     attempt_started: datetime | None = None
-    #: the child run that may still be running (see `active`)
-    _active: int | None = None
+    #: the child run that may still be running: cleanup cancels and confirms it
+    active: int | None = None
     #: an attempt whose dispatch POST was sent but whose run id is not known yet
     in_flight: Attempt | None = None
+    #: a run may exist whose id is not known (a lost reply, an accepted dispatch without its id)
+    run_unseen: bool = False
     #: when the child's job was last read without a runner (bounds the allocation time)
     last_queued_read: float | None = None
     #: the search by run-name that found the active child (an older server, a lost reply)
@@ -70,29 +73,11 @@ class Sequence:
     #: the client's `quota_waited` when the active attempt was dispatched (a quota pause since
     #: then delayed the first sighting of its job: the queue clock starts at its `created_at`)
     waited_at_dispatch: float = 0.0
-    #: the reset already warned of as outlasting the job (one warning a reset)
-    _warned_reset: float | None = None
-
-    def __post_init__(self) -> None:
-        """Every wait for a spent quota, the client's own included, is checked against the job."""
-        self.client.on_quota_wait = self.before_quota_wait
 
     @property
-    def active(self) -> int | None:
-        """The child run that may still be running: cleanup cancels and confirms it."""
-        return self._active
-
-    @active.setter
-    def active(self, run_id: int | None) -> None:
-        """While a child exists, the client waits out a spent quota rather than abandon it.
-
-        A child that stops being active was confirmed over (cancelled cleanly, or finished and
-        judged): the state says so, and the post step then has nothing to read or cancel.
-        """
-        if run_id is None and self._active is not None:
-            hand_off.save_over(self.report, self._active)
-        self._active = run_id
-        self.client.patience = Patience.SPEC if run_id is None else Patience.CHILD_EXISTS
+    def child_exists(self) -> bool:
+        """Whether a child exists or may exist: the one thing the client's patience follows."""
+        return self.active is not None or self.run_unseen
 
     @property
     def expected_path(self) -> str:
@@ -103,31 +88,6 @@ class Sequence:
         """`candidate 2/3 (group / labels)`, as the round lines name where a child waits."""
         total = len(self.inputs.pools.candidates)
         return f"candidate {attempt.number}/{total} ({attempt.candidate.pool_text})"
-
-    def set_active(self, attempt: Attempt, run_id: int, url: str, *, by_name: bool = False) -> None:
-        """The attempt's run is known: remember it (and save it for the post step).
-
-        A run found `by_name` may not be the only one bearing the request id: the post step
-        then lists them again.
-        """
-        attempt.run_id, attempt.run_url, attempt.job_url = run_id, url, None
-        self.active = run_id
-        self.in_flight = None
-        hand_off.save_child(self.report, run_id, attempt.request_id, url, by_name=by_name)
-
-    def add_other(self, run_id: int) -> None:
-        """Another run bearing our request id: cleanup cancels it too (so does the post step)."""
-        if run_id != self._active and run_id not in self.others:
-            self.others.append(run_id)
-            hand_off.save_copies(self.report, self.others)
-
-    def observe(self, attempt: Attempt, deadline: float | None = None) -> Observation:
-        """Read the child and its job; its identity must match, and a first queued job is noted."""
-        assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
-        observation = observe_run(self.client, attempt.run_id, deadline)
-        self.check_identity(observation)
-        self.note_job(attempt, observation)
-        return observation
 
     def check_identity(self, observation: Observation) -> None:
         """The child is the run that was dispatched, or the sequence stops."""
@@ -141,26 +101,7 @@ class Sequence:
                 + "; ".join(problems)
             )
 
-    def note_job(self, attempt: Attempt, observation: Observation) -> None:
-        """Record the job's link, and start the queue clock when the job is first seen queued."""
-        attempt.step_started = attempt.step_started or observation.step_started
-        job = observation.job
-        if job is not None and not observation.has_evidence:
-            self.last_queued_read = self.clock.monotonic()
-        if job is not None and attempt.job_url is None:
-            attempt.job_url = job.html_url or f"{attempt.run_url}/job/{job.id}"
-            hand_off.save_job_url(self.report, attempt.job_url)  # the post step's link
-        if attempt.queued_at is None and not observation.has_evidence and job is not None:
-            attempt.queued_at = self._queued_since(attempt, observation)
-            attempt.outcome = "queued"
-            late = self.clock.monotonic() - attempt.queued_at
-            since = f", {seconds(late)} ago (its created_at)" if late >= 1.0 else ""
-            self.report.log(
-                f"Worker job of child {attempt.run_id} is queued: the queue clock starts{since} "
-                f"({minutes(attempt.candidate.queue_seconds)} to acquire a runner)"
-            )
-
-    def _queued_since(self, attempt: Attempt, observation: Observation) -> float:
+    def queued_since(self, attempt: Attempt, observation: Observation) -> float:
         """When the queue clock starts: now, or the job's `created_at` if a quota pause delayed us.
 
         The first read would have seen the job queued when it was created. GitHub writes whole
@@ -200,21 +141,6 @@ class Sequence:
             self.check_source()
         self.check_parent_still_active()
 
-    def checked(
-        self, attempt: Attempt, observation: Observation, *, allocated: bool
-    ) -> Observation:
-        """`poll_checks`; after a wait for the quota's reset inside them, the child read afresh.
-
-        The read before the checks is then up to an hour old: what the sequence decides next
-        (a deadline, a result) rests on a read made after the reset.
-        """
-        mark = self.client.stats.quota_waited
-        self.poll_checks(allocated=allocated)
-        if self.client.stats.quota_waited == mark:
-            return observation
-        self.report.log(f"Reading child {attempt.run_id} again after the quota's reset")
-        return self.observe(attempt)
-
     # -- a spent quota while a child exists or may exist -----------------------------------------
 
     def paused_window(self, end: float, mark: float | None = None) -> Callable[[], float]:
@@ -235,73 +161,70 @@ class Sequence:
         end = attempt.dispatched_at + timing.STARTUP_WINDOW_SECONDS
         return self.paused_window(end, self.waited_at_dispatch)
 
-    def through_quota(self, read: Callable[[], _T], paused: Callable[[], str]) -> _T:
-        """`read()`; each time the spent quota stops it, wait for the reset and read again at once.
-
-        `paused()` names what pauses, for the log line (see `wait_out_quota`).
-        """
-        while True:
-            try:
-                return read()
-            except QuotaSpent:
-                if not self.wait_out_quota(paused()):
-                    raise  # no reset ahead to wait for: the caller's window decides
-
-    def wait_out_quota(self, paused: str) -> float:
-        """A waiting phase met the spent quota: send nothing until its reset; the seconds waited.
-
-        `paused` names what pauses (`the startup window of child 5 (80s of it left)`). At the
-        reset the phase goes on from a fresh read, judged by its usual rules.
-        """
-        wait = self.client.quota_reset_in()
-        if wait is None:  # the reset is already past: the next read may go at once
-            return 0.0
-        self.report.log(
-            f"The API quota is spent until its reset at {self.client.reset_time()}: {paused} "
-            f"pauses for {seconds(wait)}; nothing is sent before the reset, then a fresh read of "
-            "the child decides"
-        )
-        self.sleep_through_quota(wait)
-        return wait
-
-    def sleep_through_quota(self, wait: float) -> None:
-        """Wait `wait` seconds for the quota's reset (counted as such), warned of if need be."""
-        self.before_quota_wait(wait)
-        self.client.stats.quota_waited += wait
-        self.clock.sleep(wait)
-
-    def before_quota_wait(self, wait: float) -> None:
-        """A quota wait with a child present that would reach the job's end is warned of first.
-
-        The runner cancels the job at its end, and the cancellation cancels the child: the
-        warning names the child and its link while there is still time to look.
-        """
-        ends, child = self.job_ends_at, self._child_text()
-        if ends is None or child is None:
-            return
-        left = ends - self.clock.monotonic()
-        reset = self.client.stats.rate_reset
-        if wait < left or (reset is not None and reset == self._warned_reset):
-            return
-        self._warned_reset = reset
-        self.report.warning(
-            f"the API quota is spent until its reset at {self.client.reset_time()} "
-            f"({seconds(wait)} from now), but this job reaches its end "
-            f"({self.job_end_text or 'its timeout-minutes'}) in {seconds(max(0.0, left))}: the "
-            f"runner will cancel the job during the wait, and with it {child}. Check that run",
-            title="Job ends during a quota wait",
-        )
-
-    def _child_text(self) -> str | None:
+    def child_text(self) -> str | None:
         """The child a quota wait leaves waiting: its run id and link, or its run-name."""
-        attempt = next((a for a in self.result.attempts if a.run_id == self._active), None)
-        if self._active is not None:
+        attempt = next((a for a in self.result.attempts if a.run_id == self.active), None)
+        if self.active is not None:
             link = f" ({attempt.run_url})" if attempt is not None and attempt.run_url else ""
-            return f"child run {self._active}{link}"
+            return f"child run {self.active}{link}"
         if self.in_flight is not None:
             name = self.in_flight.request_id
             return f"the child dispatched as {name} (its reply was lost: look for run-name {name})"
         return None
+
+
+def read_child(seq: SequenceState, attempt: Attempt, deadline: float | None = None) -> Observation:
+    """Read the child and its job; its identity must match."""
+    assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
+    observation = observe_run(seq.client, attempt.run_id, deadline)
+    seq.check_identity(observation)
+    return observation
+
+
+def observe(
+    seq: SequenceState, attempt: Attempt, deadline: float | None = None
+) -> Phase[Observation]:
+    """Read the child and its job; its identity must match, and a first queued job is noted."""
+    observation = read_child(seq, attempt, deadline)
+    yield from note_job(seq, attempt, observation)
+    return observation
+
+
+def note_job(seq: SequenceState, attempt: Attempt, observation: Observation) -> Phase[None]:
+    """Record the job's link, and start the queue clock when the job is first seen queued."""
+    job = observation.job
+    queued = job is not None and not observation.has_evidence
+    url = None
+    if job is not None and attempt.job_url is None:
+        url = job.html_url or f"{attempt.run_url}/job/{job.id}"
+    starts = attempt.queued_at is None and queued
+    queued_at = seq.queued_since(attempt, observation) if starts else None
+    yield JobRead(
+        observation.step_started, seq.clock.monotonic() if queued else None, url, queued_at
+    )
+    if queued_at is not None:
+        late = seq.clock.monotonic() - queued_at
+        since = f", {seconds(late)} ago (its created_at)" if late >= 1.0 else ""
+        seq.report.log(
+            f"Worker job of child {attempt.run_id} is queued: the queue clock starts{since} "
+            f"({minutes(attempt.candidate.queue_seconds)} to acquire a runner)"
+        )
+
+
+def checked(
+    seq: SequenceState, attempt: Attempt, observation: Observation, *, allocated: bool
+) -> Phase[Observation]:
+    """`poll_checks`; after a wait for the quota's reset inside them, the child read afresh.
+
+    The read before the checks is then up to an hour old: what the sequence decides next
+    (a deadline, a result) rests on a read made after the reset.
+    """
+    mark = seq.client.stats.quota_waited
+    seq.poll_checks(allocated=allocated)
+    if seq.client.stats.quota_waited == mark:
+        return observation
+    seq.report.log(f"Reading child {attempt.run_id} again after the quota's reset")
+    return (yield from observe(seq, attempt))
 
 
 def seconds(value: float) -> str:
