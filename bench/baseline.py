@@ -16,6 +16,8 @@ from __future__ import annotations
 from runner_queue_fallback.action.coordinator import Attempt, Coordinator
 from runner_queue_fallback.action.observe import Observation
 from runner_queue_fallback.action.sequence.execution import execution_timeout
+from runner_queue_fallback.action.sequence.facts import Allocated, Next, Phase, PhaseResult
+from runner_queue_fallback.action.sequence.state import observe
 
 __all__ = ["POLL_SECONDS", "OriginalCoordinator"]
 
@@ -26,32 +28,32 @@ POLL_SECONDS = 60.0
 class OriginalCoordinator(Coordinator):
     """Our coordinator with the original's minute polls; `run()` never raises an RQFError."""
 
-    def _minute_poll(self, attempt: Attempt) -> Observation:
+    def _minute_poll(self, attempt: Attempt) -> Phase[Observation]:
         """One minute poll, always four reads: the child run, its jobs, the source ref, the parent."""
-        observation = self.seq.observe(attempt)
+        observation = yield from observe(self.seq, attempt)
         self.seq.check_source()
         self.seq.check_parent_still_active()
         return observation
 
-    def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Observation | None:
-        """Sleep a full minute, poll, and only then look at the deadline; None: it has passed.
+    def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Phase[PhaseResult]:
+        """Sleep a full minute, poll, and only then look at the deadline; DEADLINE: it has passed.
 
         The deadline is noticed up to a minute late, and no poll is aimed at it. What follows
-        None (the fresh read, cancel and confirmation) is the coordinator's.
+        the deadline (the fresh read, cancel and confirmation) is the coordinator's.
         """
         if observation.has_evidence or observation.finished:
-            return observation
+            return PhaseResult(Next.EXECUTION, observation)
         assert attempt.queued_at is not None  # set when startup saw the job queued
         deadline = attempt.queued_at + attempt.candidate.queue_seconds
         while True:
             self.seq.clock.sleep(POLL_SECONDS)
-            observation = self._minute_poll(attempt)
+            observation = yield from self._minute_poll(attempt)
             if observation.has_evidence or observation.finished:
-                return observation
+                return PhaseResult(Next.EXECUTION, observation)
             if self.seq.clock.monotonic() >= deadline:
-                return None
+                return PhaseResult(Next.DEADLINE)
 
-    def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
+    def _wait_for_result(self, attempt: Attempt, observation: Observation) -> Phase[PhaseResult]:
         """Minute polls of four reads until the child is over; the verdict is the coordinator's.
 
         Ours skips the source and parent reads on the poll that finds the child finished and
@@ -60,14 +62,11 @@ class OriginalCoordinator(Coordinator):
         now = self.seq.clock.monotonic()
         # Book the queue's end now, when the runner was seen (the coordinator only sets these
         # when they are unset; it would otherwise book them once the child is over).
-        if attempt.queued_at is None:
-            attempt.queued_at = now
-        if attempt.queue_left_at is None:
-            attempt.queue_left_at = now
+        yield Allocated(now, now, None, None, runner_seen=False)
         deadline = now + self.seq.inputs.pools.execution_timeout_minutes * 60
         while not observation.finished:
             if self.seq.clock.monotonic() >= deadline:
-                raise execution_timeout(self.seq, attempt)
+                return execution_timeout(self.seq, attempt)
             self.seq.clock.sleep(POLL_SECONDS)
-            observation = self._minute_poll(attempt)
-        super()._wait_for_result(attempt, observation)
+            observation = yield from self._minute_poll(attempt)
+        return (yield from super()._wait_for_result(attempt, observation))

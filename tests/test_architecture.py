@@ -453,3 +453,133 @@ def test_a_test_file_is_named_after_what_it_holds_never_after_how_its_tests_were
             assert keyword.arg == "issue", (name, keyword.arg)
             assert isinstance(keyword.value, ast.Constant), name
             assert isinstance(keyword.value.value, int), name
+
+
+# -- the phases of the sequence read the state; only the ledger writes it ------------------------
+
+#: The shared state and the attempt ledger, as the phases name them (parameters and annotations).
+_SHARED_TYPES = {"SequenceState", "Attempt"}
+_SHARED_NAMES = {"seq", "attempt"}
+#: Methods that change a list, a set or a dict in place.
+_MUTATORS = {"append", "extend", "insert", "remove", "pop", "clear", "add", "update", "discard"}
+
+
+def _root(node: ast.expr) -> ast.expr:
+    while isinstance(node, ast.Attribute | ast.Subscript):
+        node = node.value
+    return node
+
+
+def shared_state_writes(source: str) -> list[str]:
+    """Each assignment to (or in-place change of) a field of the shared state or of an attempt.
+
+    The shared objects are the names `seq` and `attempt`, and any parameter annotated with
+    `SequenceState` or `Attempt`.
+    """
+    tree = ast.parse(source)
+    shared = set(_SHARED_NAMES)
+    for arg in (node for node in ast.walk(tree) if isinstance(node, ast.arg)):
+        named = set(re.findall(r"\w+", ast.unparse(arg.annotation))) if arg.annotation else set()
+        if named & _SHARED_TYPES:
+            shared.add(arg.arg)
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt | ast.expr):
+            continue
+        targets: list[ast.expr] = []
+        if isinstance(node, ast.Assign | ast.Delete):
+            targets = [t for target in node.targets for t in _unpacked(target)]
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+            targets = [node.target]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in _MUTATORS
+            and isinstance(node.func.value, ast.Attribute | ast.Subscript)
+        ):
+            targets = [node.func.value]
+        for target in targets:
+            root = _root(target)
+            if target is not root and isinstance(root, ast.Name) and root.id in shared:
+                found.append(f"line {node.lineno}: {ast.unparse(node).splitlines()[0]}")
+    return found
+
+
+def _unpacked(target: ast.expr) -> list[ast.expr]:
+    if isinstance(target, ast.Tuple | ast.List):
+        return [t for item in target.elts for t in _unpacked(item)]
+    return [target]
+
+
+@pytest.mark.parametrize(
+    "path", sorted((PACKAGE / "action" / "sequence").glob("*.py")), ids=lambda p: p.name
+)
+def test_no_phase_writes_the_shared_state_or_an_attempt(path: Path):
+    """A phase yields or returns what it found; `action/ledger.py` alone applies it."""
+    assert shared_state_writes(path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "seq.active = None",
+        "seq.result.admission_waited += 1.0",
+        "attempt.queued_at, seq.last_queued_read = None, None",
+        "attempt.requeued_from.append('r')",
+        "def f(state: SequenceState):\n    state.commit = 'x'",
+        "def f(a: Attempt | None):\n    a.ended_at: float = 1.0",
+    ],
+)
+def test_the_shared_state_check_sees_every_kind_of_write(line: str):
+    assert shared_state_writes(line)
+
+
+def test_the_shared_state_check_lets_a_phase_keep_its_own_values():
+    source = "def f(seq: SequenceState):\n    window = seq.clock.monotonic()\n    other.x = 1\n"
+    assert shared_state_writes(source) == []
+
+
+def _words() -> set[str]:
+    from runner_queue_fallback.action.attempts import AttemptState  # noqa: PLC0415  # the words
+
+    return {state.words() for state in AttemptState if state is not AttemptState.FINISHED}
+
+
+def compared_outcomes(source: str) -> list[str]:
+    """Each comparison of an `outcome` with a named value or with an attempt's words."""
+    words = _words()
+
+    def suspect(side: ast.expr) -> bool:
+        if isinstance(side, ast.Name | ast.Attribute):
+            return True  # a named phrase or set of phrases (`REFUSED`, `_IN_FLIGHT`)
+        if isinstance(side, ast.Set | ast.List | ast.Tuple):
+            return any(suspect(item) for item in side.elts)
+        return isinstance(side, ast.Constant) and side.value in words
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            ours = [s for s in sides if isinstance(s, ast.Attribute) and s.attr == "outcome"]
+            if ours and any(suspect(s) for s in sides if s not in ours):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+@pytest.mark.parametrize("path", [*MODULES, *OTHERS], ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_code_compares_an_attempts_outcome_words(path: Path):
+    """An attempt's state is compared as an `AttemptState`; its words are only for people."""
+    assert compared_outcomes(path.read_text()) == []
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "attempt.outcome != REFUSED",
+        "a.outcome in _IN_FLIGHT",
+        "a.outcome == 'dispatch refused'",
+        "a.outcome in {'queued', 'dispatched'}",
+    ],
+)
+def test_the_outcome_check_sees_a_compared_phrase(line: str):
+    assert compared_outcomes(line)

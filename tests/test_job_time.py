@@ -29,7 +29,7 @@ from tests.test_coordinator import FOREVER, Scenario
 from tests.test_quota import spend_all_at
 
 if TYPE_CHECKING:
-    from runner_queue_fallback.action.sequence.context import Sequence
+    from runner_queue_fallback.action.sequence.state import SequenceState
 
 #: One CPU candidate of the default list: 2 min startup, 10 min queue, 2 min cancellation,
 #: 15 min execution (the Scenario's input), 5 min for the post step.
@@ -444,7 +444,7 @@ def test_any_added_wait_however_short_makes_the_job_time_count(kind, seconds, co
     result = SimpleNamespace(admission_waited=seconds if kind == "admission" else 0.0)
     stats = SimpleNamespace(quota_waited=seconds if kind == "quota" else 0.0)
     seq = SimpleNamespace(result=result, client=SimpleNamespace(stats=stats))
-    assert job_time.waited(cast("Sequence", seq)) is counts
+    assert job_time.waited(cast("SequenceState", seq)) is counts
 
 
 @pytest.mark.found_by("mutation", issue=35)

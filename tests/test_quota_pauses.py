@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from runner_queue_fallback.action.sequence import job_time
-from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.action.sequence.facts import JobEnd
+from runner_queue_fallback.action.sequence.state import SequenceState
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings, Workload
@@ -492,8 +493,8 @@ def test_quota_spent_inside_the_cancellation_proof_ends_it_unconfirmed_with_no_f
 def end_job_after(monkeypatch: pytest.MonkeyPatch, seconds: float) -> None:
     """The coordinator's job ends `seconds` after its step starts (its timeout, read as set)."""
 
-    def read_job_end(seq: Sequence, started: float) -> None:
-        seq.job_ends_at, seq.job_end_text = started + seconds, "timeout-minutes 30 of job `check`"
+    def read_job_end(seq: SequenceState, started: float) -> JobEnd:
+        return JobEnd(started + seconds, "timeout-minutes 30 of job `check`")
 
     monkeypatch.setattr(job_time, "read_job_end", read_job_end)
 

@@ -1,10 +1,14 @@
 """The attempt ledger: one entry per dispatch, how the whole sequence ended, and its `outcome` word.
 
-The coordinator fills it in; the outputs, the step summary and the benchmarks read it.
+The coordinator fills it in (`action/ledger.py` applies what the phases found); the outputs, the
+step summary and the benchmarks read it. An attempt's state is an `AttemptState`; the words a
+person reads (the summary, the logs, `attempts-json`) come from `AttemptState.words` alone, so no
+code compares them.
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from runner_queue_fallback.action.cleanup import CleanupResult
@@ -17,10 +21,59 @@ from runner_queue_fallback.core.errors import (
 from runner_queue_fallback.core.outcome import CANCELLED, ERROR, FAILURE, NO_RUNNER, SUCCESS
 from runner_queue_fallback.core.profiles import Candidate
 
-__all__ = ["REFUSED", "Attempt", "Result", "outcome_of"]
+__all__ = ["Attempt", "AttemptState", "Result", "outcome_of"]
 
-#: The outcome of a dispatch GitHub refused (4xx): no run was created, so it is no dispatch sent.
-REFUSED = "dispatch refused"
+
+class AttemptState(enum.Enum):
+    """Where one attempt stands; `words` is how the outputs and the summary name it."""
+
+    NOT_DISPATCHED = enum.auto()
+    #: GitHub refused the dispatch (4xx): no run was created, so it is no dispatch sent
+    REFUSED = enum.auto()
+    REPLY_LOST = enum.auto()
+    #: accepted without its run id (older contract), and no run bearing its run-name found
+    RUN_NOT_FOUND = enum.auto()
+    DISPATCHED = enum.auto()
+    QUEUED = enum.auto()
+    ALLOCATED = enum.auto()
+    CANCELLING = enum.auto()
+    CANCELLED = enum.auto()
+    RACE = enum.auto()
+    EXECUTION_TIMEOUT = enum.auto()
+    #: a run created before the child, which already had a runner, bears its run-name
+    EARLIER_RUN = enum.auto()
+    #: the child is over: its run's and its worker job's conclusions say how
+    FINISHED = enum.auto()
+
+    @property
+    def in_flight(self) -> bool:
+        """Whether the child may still be running: a cleanup that proves it over says how it ended."""
+        return self in _IN_FLIGHT
+
+    def words(self, run: str | None = None, worker: str | None = None) -> str:
+        """The outcome a person reads; `run` and `worker`: a finished child's conclusions."""
+        if self is AttemptState.FINISHED:
+            return f"run {run}, worker {worker}"
+        return _WORDS[self]
+
+
+_WORDS = {
+    AttemptState.NOT_DISPATCHED: "not dispatched",
+    AttemptState.REFUSED: "dispatch refused",
+    AttemptState.REPLY_LOST: "dispatch reply lost",
+    AttemptState.RUN_NOT_FOUND: "dispatch accepted, run not found",
+    AttemptState.DISPATCHED: "dispatched",
+    AttemptState.QUEUED: "queued",
+    AttemptState.ALLOCATED: "runner allocated",
+    AttemptState.CANCELLING: "cancelling after queue timeout",
+    AttemptState.CANCELLED: "cancelled before a runner (queue timeout)",
+    AttemptState.RACE: "runner acquired during cancellation (race)",
+    AttemptState.EXECUTION_TIMEOUT: "execution timeout",
+    AttemptState.EARLIER_RUN: "an earlier run bears its run-name",
+}
+#: While its child may still be running; once a cleanup proves the child over, the attempt
+#: reads as the child ended (a cancelled child was once listed `queued`).
+_IN_FLIGHT = frozenset({AttemptState.DISPATCHED, AttemptState.QUEUED, AttemptState.ALLOCATED})
 
 
 @dataclass
@@ -41,7 +94,9 @@ class Attempt:
     allocated_at: float | None = None
     #: when this attempt's last phase ended (proof of cancellation, the result, or an error)
     ended_at: float | None = None
-    outcome: str = "not dispatched"
+    state: AttemptState = AttemptState.NOT_DISPATCHED
+    #: a finished child's conclusions, its run's and its worker job's (`missing`: no job)
+    conclusions: tuple[str | None, str | None] = (None, None)
     #: the dispatch reply carried no run id (older contract): the run was found by its run-name
     found_by_run_name: bool = False
     #: the runner the last read showed on the worker job (None: none, or no read yet)
@@ -59,9 +114,14 @@ class Attempt:
         return self.queue_left_at - self.queued_at
 
     @property
+    def outcome(self) -> str:
+        """What became of it, in the words of the summary and `attempts-json`."""
+        return self.state.words(*self.conclusions)
+
+    @property
     def sent(self) -> bool:
         """Whether the dispatch was sent and not refused (a lost reply may have made a run)."""
-        return self.dispatched_at is not None and self.outcome != REFUSED
+        return self.dispatched_at is not None and self.state is not AttemptState.REFUSED
 
 
 @dataclass

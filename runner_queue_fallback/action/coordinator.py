@@ -9,8 +9,11 @@
                -> next candidate
             -> runner or step seen: no more fallback -> wait for the result (execution timeout)
 
-Each phase lives in its own module under `action/sequence/`; this one runs them in order and owns the
-exits: every exit leaves the active child confirmed over, or names it as unconfirmed.
+Each phase lives in its own module under `action/sequence/`: it yields the facts it finds and
+returns a `PhaseResult` (the next phase, what that phase starts from, the error). This module runs
+the phases in the order their results name, applies every fact to the state and the attempt
+ledger (`action/ledger.py`), and owns the exits: every exit leaves the active child confirmed
+over, or names it as unconfirmed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,9 @@ import random
 import secrets
 import traceback
 from collections.abc import Callable
+from typing import TypeVar
 
+from runner_queue_fallback.action import ledger
 from runner_queue_fallback.action.attempts import Attempt, Result
 from runner_queue_fallback.action.cleanup import CleanupResult, cancel_and_confirm_all
 from runner_queue_fallback.action.observe import Observation
@@ -35,7 +40,9 @@ from runner_queue_fallback.action.sequence import (
     queue,
     startup,
 )
-from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.action.sequence.facts import ChildOver, Next, Phase, PhaseResult, Verdict
+from runner_queue_fallback.action.sequence.quota_pause import job_end_warning
+from runner_queue_fallback.action.sequence.state import SequenceState
 from runner_queue_fallback.core import hand_off, timing
 from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
@@ -54,13 +61,12 @@ from runner_queue_fallback.github.client import GitHubClient
 
 __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-exported for callers
 
+_T = TypeVar("_T")
+
 
 #: At most this many waits for a spent quota before one dispatch (each also counts against
 #: admission-timeout-minutes, which normally ends the waiting first).
 _ADMISSION_ROUNDS = 12
-#: An attempt's outcome while its child may still be running; once a cleanup proves the child
-#: over, the attempt reads as the child ended (issue 31: a cancelled child was listed `queued`).
-_IN_FLIGHT = frozenset({"dispatched", "queued", "runner allocated"})
 
 
 class Coordinator:
@@ -79,8 +85,10 @@ class Coordinator:
     ) -> None:
         """Wire the sequence to its client, clock, reporter and random source (admission spread)."""
         spread = rng or random.Random()  # spreads waits; not a secret
-        self.seq = Sequence(inputs, run, client, clock, reporter, spread)
+        self.seq = SequenceState(inputs, run, client, clock, reporter, spread)
         self.seq.result.candidates = list(inputs.pools.candidates)
+        # Every wait for a spent quota, the client's own included, is checked against the job.
+        client.on_quota_wait = job_end_warning(self.seq)
         self.make_token = make_token
         self._parent_confirmed = False
         self._started = clock.monotonic()  # this step's start: the job's end is counted from it
@@ -105,7 +113,7 @@ class Coordinator:
         except Interrupted as exc:
             self.result.error = Cancelled(str(exc))
             deadline = clock.monotonic() + timing.SIGNAL_CLEANUP_BUDGET_SECONDS
-            dispatch.find_interrupted_dispatch(self.seq, deadline)
+            self._run(dispatch.find_interrupted_dispatch(self.seq, deadline), self.seq.in_flight)
             self._clean_up_safely(window=max(0.0, deadline - clock.monotonic()))
         except Exception as exc:  # noqa: BLE001  # invariant 10: no exception skips the cleanup
             self.result.error = exc if isinstance(exc, RQFError) else self._unexpected(exc)
@@ -145,23 +153,56 @@ class Coordinator:
         )
 
     def _try(self, attempt: Attempt) -> bool:
-        """Run one candidate; True when the sequence is over, False to fall back."""
-        self._admitted(attempt)
-        job_time.check_dispatch(self.seq, attempt)  # after a quota wait: fit in the job, or stop
-        attempt.request_id = self._request_id(attempt.number)  # GitHub's time, just before it
-        dispatch.dispatch(self.seq, attempt)
-        in_queue = self._wait_in_queue(attempt, startup.wait_for_startup(self.seq, attempt))
-        if in_queue is None:
-            queue.wait_for_reset(self.seq, attempt)
-            at_deadline, window = queue.read_at_deadline(self.seq, attempt)
-            if not (at_deadline.has_evidence or at_deadline.finished):
-                cancellation.cancel_and_prove(self.seq, attempt, window)
-                return False
-            in_queue = at_deadline
-        self._wait_for_result(attempt, in_queue)
-        return True
+        """Run one candidate's phases; True when the sequence is over, False to fall back.
 
-    def _admitted(self, attempt: Attempt) -> None:
+        Each phase's result names the next; its facts are applied, then its error raised.
+        """
+        step = PhaseResult(Next.ADMISSION)
+        while step.next not in (Next.NEXT_CANDIDATE, Next.OVER):
+            step = self._run(self._phase(attempt, step), attempt)
+            for fact in step.facts:
+                ledger.apply(self.seq, attempt, fact)
+            if step.error is not None:
+                raise step.error
+        if step.next is Next.OVER:  # over without an error: the child succeeded
+            self.result.success = True
+        return step.next is Next.OVER
+
+    def _phase(self, attempt: Attempt, step: PhaseResult) -> Phase[PhaseResult]:  # noqa: PLR0911  # one return a phase
+        """The phase `step` names, started from what it found."""
+        seq = self.seq
+        match step.next:
+            case Next.ADMISSION:
+                return self._admitted(attempt)
+            case Next.DISPATCH:
+                attempt.request_id = self._request_id(attempt.number)  # GitHub's time, just before
+                return dispatch.dispatch(seq, attempt)
+            case Next.STARTUP:
+                return startup.wait_for_startup(seq, attempt)
+            case Next.QUEUE:
+                assert step.observation is not None  # noqa: S101  # the startup's last read
+                return self._wait_in_queue(attempt, step.observation)
+            case Next.DEADLINE:
+                return queue.read_at_deadline(seq, attempt)
+            case Next.CANCEL:
+                assert step.cancel_by is not None  # noqa: S101  # the deadline's read opened it
+                return cancellation.cancel_and_prove(seq, attempt, step.cancel_by)
+            case _:
+                assert step.next is Next.EXECUTION  # noqa: S101  # the last phase before the end
+                assert step.observation is not None  # noqa: S101  # the read that saw a runner
+                return self._wait_for_result(attempt, step.observation)
+
+    def _run(self, phase: Phase[_T], attempt: Attempt | None) -> _T:
+        """Run `phase`, applying each fact it yields the moment it is found; its return value."""
+        while True:
+            try:
+                fact = next(phase)
+            except StopIteration as stop:
+                value: _T = stop.value
+                return value
+            ledger.apply(self.seq, attempt, fact)
+
+    def _admitted(self, attempt: Attempt) -> Phase[PhaseResult]:
         """The reads before a dispatch (the parent check before the first), with admission.
 
         No child exists yet: a read refused because the quota is spent is one more admission
@@ -177,21 +218,24 @@ class Coordinator:
                     parent = check_parent(
                         seq.client, seq.clock, ctx.run_id, ctx.run_attempt, seq.report.log
                     )
-                    seq.attempt_started = parent.run_started_at
+                    seq.attempt_started = parent.run_started_at  # no phase: the coordinator's own
                     seq.report.log(f"Parent run {ctx.run_id} attempt {ctx.run_attempt} is active")
                     self._parent_confirmed = True
                 if not self._job_end_read:  # once; a spent quota waits for its reset and asks again
-                    job_time.read_job_end(seq, self._started)
+                    job_end = job_time.read_job_end(seq, self._started)
+                    if job_end is not None:
+                        ledger.apply(seq, attempt, job_end)
                     self._job_end_read = True
-                quota.admit(seq, attempt)
-                dispatch.preflight(seq, attempt)
+                yield from quota.admit(seq, attempt)
+                yield from dispatch.preflight(seq, attempt)
             except RateLimited as exc:
                 if exc.basis != "reset":  # a secondary limit: the spec's rule decides
                     raise
                 seq.report.log(f"Before dispatching candidate {attempt.number}: {exc}")
-                quota.admit(seq, attempt)  # it said 0 left: wait for the reset, or fail here
+                yield from quota.admit(seq, attempt)  # it said 0 left: wait for the reset, or fail
             else:
-                return
+                job_time.check_dispatch(seq, attempt)  # after a quota wait: fit in the job, or stop
+                return PhaseResult(Next.DISPATCH)
         raise SequenceError(
             f"the API quota was still refused after {_ADMISSION_ROUNDS} waits for its reset; no "
             f"child was dispatched for candidate {attempt.number}"
@@ -210,11 +254,11 @@ class Coordinator:
 
     # The two waits are methods so that the bench's baseline can swap in the original's polling.
 
-    def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Observation | None:
+    def _wait_in_queue(self, attempt: Attempt, observation: Observation) -> Phase[PhaseResult]:
         return queue.wait_in_queue(self.seq, attempt, observation)
 
-    def _wait_for_result(self, attempt: Attempt, observation: Observation) -> None:
-        execution.wait_for_result(self.seq, attempt, observation)
+    def _wait_for_result(self, attempt: Attempt, observation: Observation) -> Phase[PhaseResult]:
+        return execution.wait_for_result(self.seq, attempt, observation)
 
     def _clean_up_safely(self, window: float, reset_budget: float = 0.0) -> None:
         """`_clean_up`; if the cleanup itself fails unexpectedly, name the child it left."""
@@ -251,16 +295,13 @@ class Coordinator:
         self.result.cleanup, self.result.other_cleanups = first, others
         self._note_ended(first)
         if all(result.confirmed for result in (first, *others)):
-            seq.active = None  # the post step has nothing left to read (saved as over)
+            ledger.apply(seq, None, ChildOver())  # the post step has nothing left to read
 
     def _note_ended(self, cleanup: CleanupResult) -> None:
         """A child the cleanup proved over is listed as it ended, not as it was last seen."""
         last = cleanup.last
         if not cleanup.confirmed or last is None:
             return
-        job = last.job
         for attempt in self.result.attempts:
-            if attempt.run_id == cleanup.run_id and attempt.outcome in _IN_FLIGHT:
-                attempt.outcome = (
-                    f"run {last.run.conclusion}, worker {job.conclusion if job else 'missing'}"
-                )
+            if attempt.run_id == cleanup.run_id and attempt.state.in_flight:
+                ledger.apply(self.seq, attempt, Verdict.of(last))

@@ -300,6 +300,10 @@ class GitHubClient:
         """The known reset as a UTC time for log lines (`?` when none is known); never raises."""
         return self._quota.reset_time()
 
+    def wait_for_quota_reset(self, wait: float) -> None:
+        """Wait `wait` seconds for the quota's reset: the one such wait (`Quota.wait`)."""
+        self._quota.wait(wait)
+
     def server_date(self) -> datetime | None:
         """GitHub's clock at its last reply (its `Date`, UTC); None until a reply said it."""
         return self.stats.server_date

@@ -156,6 +156,13 @@ class Quota:
                 f"API quota spent (0 of {self.stats.rate_limit or '?'} left): waiting for its reset "
                 f"at {self.reset_time()} ({wait:.0f}s) before {method} {path}"
             )
+        self.wait(wait)
+
+    def wait(self, wait: float) -> None:
+        """Every wait for the quota's reset: `on_wait` is told first, then it is counted and taken.
+
+        The client's own (above) and the sequence's pauses (`action/sequence/quota_pause.py`).
+        """
         self.before_wait(wait)
         self.stats.quota_waited += wait
         self._clock.sleep(wait)

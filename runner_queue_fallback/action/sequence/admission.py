@@ -22,7 +22,8 @@ import math
 
 from runner_queue_fallback.action.attempts import Attempt
 from runner_queue_fallback.action.sequence import job_time
-from runner_queue_fallback.action.sequence.context import Sequence, seconds
+from runner_queue_fallback.action.sequence.facts import AdmissionWaited, Phase
+from runner_queue_fallback.action.sequence.state import SequenceState, seconds
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import NotFound, SequenceError
 from runner_queue_fallback.github.retry import RESET_MARGIN_SECONDS
@@ -40,7 +41,7 @@ CANDIDATE_COST_REQUESTS = 23
 RESERVE_REQUESTS = 60
 
 
-def admit(seq: Sequence, attempt: Attempt) -> None:
+def admit(seq: SequenceState, attempt: Attempt) -> Phase[None]:
     """Return when the quota covers one candidate; else wait for the reset, or fail with no child."""
     budget = seq.inputs.pools.admission_timeout_minutes * 60
     while True:
@@ -70,11 +71,11 @@ def admit(seq: Sequence, attempt: Attempt) -> None:
             f"spread; {seconds(left)} of admission-timeout-minutes left)",
             title="Waiting for API quota",
         )
-        seq.result.admission_waited += wait
+        yield AdmissionWaited(wait)
         seq.clock.sleep(wait)
 
 
-def _room_after(seq: Sequence, attempt: Attempt, reset_in: float, quota: str) -> float:
+def _room_after(seq: SequenceState, attempt: Attempt, reset_in: float, quota: str) -> float:
     """What the job leaves the candidate after waiting `reset_in`; below nothing, fail now."""
     found = job_time.fit(seq, attempt, reset_in)
     if found is None:
@@ -90,7 +91,7 @@ def _room_after(seq: Sequence, attempt: Attempt, reset_in: float, quota: str) ->
     return found.room
 
 
-def _remaining(seq: Sequence) -> int | None:
+def _remaining(seq: SequenceState) -> int | None:
     """The quota left, from the last reply; `GET /rate_limit` when no reply in this window said."""
     if not seq.client.quota_known():
         try:

@@ -8,17 +8,26 @@ acquires a runner during cancellation, stop with an explicit race error."
 
 from __future__ import annotations
 
-from runner_queue_fallback.action.attempts import Attempt
+from runner_queue_fallback.action.attempts import Attempt, AttemptState
 from runner_queue_fallback.action.cleanup import CancelRequests
 from runner_queue_fallback.action.observe import Observation
-from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.action.sequence.facts import (
+    Became,
+    ChildOver,
+    Next,
+    Phase,
+    PhaseResult,
+    QueueLeft,
+    Race,
+)
+from runner_queue_fallback.action.sequence.state import SequenceState, observe
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import TRANSIENT_ERRORS, SequenceError
 
 __all__ = ["cancel_and_prove"]
 
 
-def cancel_and_prove(seq: Sequence, attempt: Attempt, deadline: float) -> None:
+def cancel_and_prove(seq: SequenceState, attempt: Attempt, deadline: float) -> Phase[PhaseResult]:
     """Cancel and confirm, within one 2-minute window, that run and job ended with no runner.
 
     A cancel GitHub answers 409 while the run is not completed is sent once more at the next
@@ -26,46 +35,48 @@ def cancel_and_prove(seq: Sequence, attempt: Attempt, deadline: float) -> None:
     taken by half the window (GitHub has been seen to leave a queued run queued after a 202).
     """
     assert attempt.run_id is not None  # noqa: S101  # only called after dispatch
-    attempt.queue_left_at = seq.clock.monotonic()
-    attempt.outcome = "cancelling after queue timeout"
+    yield QueueLeft(seq.clock.monotonic())
     cancels = CancelRequests(seq.client, attempt.run_id, deadline, seq.report.log)
     cancels.send()
     last: Observation | None = None
     last_error = ""
     while True:
         if seq.clock.monotonic() + timing.CANCEL_POLL_SECONDS > deadline:
-            raise _unconfirmed(attempt, last, last_error, cancels)
+            return PhaseResult(Next.OVER, error=_unconfirmed(attempt, last, last_error, cancels))
         seq.clock.sleep(timing.CANCEL_POLL_SECONDS)
         try:
-            last = seq.observe(attempt, deadline)
+            last = yield from observe(seq, attempt, deadline)
         except TRANSIENT_ERRORS as exc:
             last_error = str(exc)
             seq.report.log(f"Cancellation check failed: {exc}")
             continue
         seq.report.log(f"Cancellation check: {last.describe()}")
         if last.has_evidence:
-            seq.result.race = True
-            attempt.allocated_at = seq.clock.monotonic()
-            attempt.outcome = "runner acquired during cancellation (race)"
-            raise SequenceError(
+            race = SequenceError(
                 f"child {attempt.run_id} acquired a runner while it was being cancelled (the "
                 "queue/start race). It is not run again on another pool; check its logs"
             )
+            return PhaseResult(Next.OVER, error=race, facts=(Race(seq.clock.monotonic()),))
         if last.cancelled_cleanly:
-            attempt.outcome = "cancelled before a runner (queue timeout)"
-            seq.active = None
+            yield Became(AttemptState.CANCELLED)
+            yield ChildOver()
             seq.report.log(f"Confirmed: child {attempt.run_id} ended with no runner and no step")
-            return
+            return PhaseResult(Next.NEXT_CANDIDATE)
         if last.conclusion_pending:
             seq.report.log(f"Child {attempt.run_id} completed; waiting for its conclusion")
             continue
         if last.finished:
-            raise SequenceError(f"child {attempt.run_id} ended unexpectedly: {last.describe()}")
+            ended = SequenceError(f"child {attempt.run_id} ended unexpectedly: {last.describe()}")
+            return PhaseResult(Next.OVER, error=ended)
         last_error = _press(seq, attempt, cancels, last, deadline) or last_error
 
 
 def _press(
-    seq: Sequence, attempt: Attempt, cancels: CancelRequests, last: Observation, deadline: float
+    seq: SequenceState,
+    attempt: Attempt,
+    cancels: CancelRequests,
+    last: Observation,
+    deadline: float,
 ) -> str:
     """The next cancel request, if any: force-cancel at half-window, or a refused one again.
 
@@ -98,6 +109,6 @@ def _unconfirmed(
     )
 
 
-def _past_half(seq: Sequence, deadline: float) -> bool:
+def _past_half(seq: SequenceState, deadline: float) -> bool:
     """Not in the spec: a run still not completed halfway through the window gets a force-cancel."""
     return deadline - seq.clock.monotonic() <= timing.CANCEL_WINDOW_SECONDS / 2

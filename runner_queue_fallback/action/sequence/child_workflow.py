@@ -21,7 +21,7 @@ from runner_queue_fallback.workflow.child import check_dispatch_inputs, dispatch
 from runner_queue_fallback.workflow.model import Finding, Findings, parse_workflow
 
 if TYPE_CHECKING:
-    from runner_queue_fallback.action.sequence.context import Sequence
+    from runner_queue_fallback.action.sequence.state import SequenceState
     from runner_queue_fallback.core.actions_io import Reporter
     from runner_queue_fallback.core.inputs import CoordinatorInputs
     from runner_queue_fallback.github.client import GitHubClient
@@ -60,7 +60,7 @@ class ChildRejected(SequenceError):
         )
 
 
-def read_definition(seq: Sequence) -> tuple[str, str]:
+def read_definition(seq: SequenceState) -> tuple[str, str]:
     """The commit of workflow-ref and the child's blob SHA there; its rules before the first dispatch."""
     commit = workflow_commit(seq.client, seq.inputs.workflow_ref, seq.ctx.repository)
     child = read_child(seq.client, seq.inputs, commit)

@@ -7,14 +7,25 @@ duplicate."
 
 from __future__ import annotations
 
-from typing import NoReturn
-
-from runner_queue_fallback.action.attempts import REFUSED, Attempt
+from runner_queue_fallback.action.attempts import Attempt, AttemptState
 from runner_queue_fallback.action.cleanup import RunNameSearch
 from runner_queue_fallback.action.observe import Expected
 from runner_queue_fallback.action.sequence import run_name
 from runner_queue_fallback.action.sequence.child_workflow import read_definition
-from runner_queue_fallback.action.sequence.context import Sequence
+from runner_queue_fallback.action.sequence.facts import (
+    Became,
+    ChildFound,
+    CopyFound,
+    DefinitionRead,
+    DispatchRefused,
+    DispatchSent,
+    Next,
+    Phase,
+    PhaseResult,
+    RunUnseen,
+)
+from runner_queue_fallback.action.sequence.quota_pause import through_quota
+from runner_queue_fallback.action.sequence.state import SequenceState
 from runner_queue_fallback.core import hand_off, timing
 from runner_queue_fallback.core.errors import (
     DeadlineExceeded,
@@ -24,20 +35,19 @@ from runner_queue_fallback.core.errors import (
     QuotaSpent,
     SequenceError,
 )
-from runner_queue_fallback.github.retry import Patience
+from runner_queue_fallback.github.models import WorkflowRun
 
 __all__ = ["dispatch", "find_interrupted_dispatch", "preflight"]
 
 
-def preflight(seq: Sequence, attempt: Attempt) -> None:
+def preflight(seq: SequenceState, attempt: Attempt) -> Phase[None]:
     """Source still at source-sha; workflow definition unchanged since the first dispatch."""
     if attempt.number > 1:
         seq.check_parent_still_active()
     seq.check_source()
-    seq.commit, blob = read_definition(seq)  # before the first dispatch: the child's rules too
-    if seq.definition_sha is None:
-        seq.definition_sha = blob
-    elif blob != seq.definition_sha:
+    commit, blob = read_definition(seq)  # before the first dispatch: the child's rules too
+    yield DefinitionRead(commit, blob)  # the first blob read is the one every later must match
+    if blob != seq.definition_sha:
         raise SequenceError(
             f"workflow definition {seq.expected_path} at {seq.inputs.workflow_ref!r} changed "
             f"during the sequence: expected blob {seq.definition_sha}, observed {blob}. Keep "
@@ -45,10 +55,10 @@ def preflight(seq: Sequence, attempt: Attempt) -> None:
         )
 
 
-def dispatch(seq: Sequence, attempt: Attempt) -> None:
+def dispatch(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult]:
     """Send the one dispatch POST of this candidate; its run becomes the active child."""
     # The child must run the very commit whose definition the preflight just compared.
-    seq.expected = Expected(attempt.request_id, seq.expected_path, seq.commit)
+    expected = Expected(attempt.request_id, seq.expected_path, seq.commit)
     inputs = {
         "request-id": attempt.request_id,
         "parent-run-id": str(seq.ctx.run_id),
@@ -59,38 +69,38 @@ def dispatch(seq: Sequence, attempt: Attempt) -> None:
         "workload": seq.inputs.workload,
     }
     hand_off.save_dispatch(seq.report, attempt.request_id, seq.clock.now(), seq.client.version)
-    attempt.dispatched_at = seq.clock.monotonic()
-    seq.waited_at_dispatch = seq.client.stats.quota_waited
-    seq.in_flight = attempt
+    yield DispatchSent(expected, seq.clock.monotonic(), seq.client.stats.quota_waited)
     try:
         reply = seq.client.dispatch_workflow(seq.inputs.workflow, seq.inputs.workflow_ref, inputs)
     except DispatchAmbiguous as exc:
-        attempt.outcome = "dispatch reply lost"
+        yield Became(AttemptState.REPLY_LOST)
         seq.report.warning(str(exc), title="Ambiguous dispatch")
-        _recover_lost_dispatch(seq, attempt)
+        return (yield from _recover_lost_dispatch(seq, attempt))
     except GitHubAPIError:
         # A definite refusal (4xx, never 408: that one is ambiguous): no run was created, so
         # neither this step nor the post step has anything to look for or clean up.
-        seq.in_flight = None
-        attempt.outcome = REFUSED
+        yield DispatchRefused()
         hand_off.save_refused(seq.report, attempt.request_id)
         raise
     if reply is None:  # the older contract: accepted, run unknown (run_name.py)
         hand_off.save_api_version(seq.report, seq.client.version)  # a 204 may have moved it
-        run_name.find_dispatched_run(seq, attempt)
-        assert attempt.run_url is not None  # noqa: S101  # found, or the search raised
+        found = yield from run_name.find_dispatched_run(seq, attempt)
+        if found is not None:
+            return found
+        assert attempt.run_url is not None  # noqa: S101  # found, or the search ended the sequence
         url = attempt.run_url
     else:
-        seq.set_active(attempt, reply.workflow_run_id, reply.html_url)
+        yield ChildFound(reply.workflow_run_id, reply.html_url)
         url = reply.html_url
-    attempt.outcome = "dispatched"
+    yield Became(AttemptState.DISPATCHED)
     seq.report.notice(
         f"Child {attempt.request_id} dispatched to {attempt.candidate.pool_text}: {url}",
         title=f"Candidate {attempt.number}",
     )
+    return PhaseResult(Next.STARTUP)
 
 
-def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
+def find_interrupted_dispatch(seq: SequenceState, deadline: float) -> Phase[None]:
     """A signal came while a dispatch was in flight: find its runs by run-name before `deadline`.
 
     The POST may have created the run; without its id nothing would cancel it. Once a listing
@@ -104,10 +114,11 @@ def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
     search = run_name.named_search(seq, attempt)
     while True:
         try:
-            _sweep(seq, attempt, search, deadline, cancel_now=False)  # the cleanup comes next
+            new = _look(seq, attempt, search, deadline, cancel_now=False)  # the cleanup is next
         except DeadlineExceeded as exc:  # a quota or a rate limit asks for more than the grace:
             seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
             break  # the signal's grace keeps its limit, and a refused listing is not re-sent
+        yield from _take(seq, attempt, search, new)
         if search.found:
             break
         # The grace is short: wait half of what is left, so one more look and its reply fit.
@@ -126,13 +137,17 @@ def find_interrupted_dispatch(seq: Sequence, deadline: float) -> None:
     )
 
 
-def _sweep(
-    seq: Sequence, attempt: Attempt, search: RunNameSearch, deadline: float, *, cancel_now: bool
-) -> None:
-    """One listing by run-name; each new run is handed to the cleanup (and cancelled at once).
+def _look(
+    seq: SequenceState,
+    attempt: Attempt,
+    search: RunNameSearch,
+    deadline: float,
+    *,
+    cancel_now: bool,
+) -> list[WorkflowRun]:
+    """One listing by run-name: the runs new to it (each cancelled at once, if `cancel_now`).
 
-    The run created first becomes the active child; every other one is cancelled and confirmed
-    with it (a run bearing our request id that we did not dispatch is a copy).
+    A listing that fails is logged, and lists nothing new.
     """
     try:
         new = search.look(deadline)
@@ -142,19 +157,30 @@ def _sweep(
         if isinstance(exc, DeadlineExceeded) and not cancel_now:
             raise  # the signal's grace: a wait beyond what is left of it ends the search
         seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
-        return
+        return []
     if cancel_now:
         search.cancel(new, deadline, seq.report.log)
+    return new
+
+
+def _take(
+    seq: SequenceState, attempt: Attempt, search: RunNameSearch, new: list[WorkflowRun]
+) -> Phase[None]:
+    """Each new run is handed to the cleanup.
+
+    The run created first becomes the active child; every other one is cancelled and confirmed
+    with it (a run bearing our request id that we did not dispatch is a copy).
+    """
     if not new:
         return
     first, *rest = search.ordered
     if first.id != seq.active:
         later = seq.active  # an earlier run was listed late: the one held so far is a copy
-        seq.set_active(attempt, first.id, first.html_url, by_name=True)
+        yield ChildFound(first.id, first.html_url, by_name=True)
         if later is not None:
-            seq.add_other(later)
+            yield CopyFound(later)
     for run in rest:
-        seq.add_other(run.id)
+        yield CopyFound(run.id)
     if rest:
         seq.report.warning(
             f"{len(search.found)} runs bear run-name {attempt.request_id}: "
@@ -176,7 +202,7 @@ def _named(search: RunNameSearch) -> str:
     )
 
 
-def _recover_lost_dispatch(seq: Sequence, attempt: Attempt) -> NoReturn:
+def _recover_lost_dispatch(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult]:
     """Find every run by its unique run-name, cancel them, and stop: never re-dispatch.
 
     The listing goes on to the end of the startup window, each run cancelled as it is listed.
@@ -184,21 +210,27 @@ def _recover_lost_dispatch(seq: Sequence, attempt: Attempt) -> NoReturn:
     then goes on for the time it had left.
     """
     assert attempt.dispatched_at is not None  # noqa: S101  # set just before dispatch
-    seq.client.patience = Patience.CHILD_EXISTS  # a run may exist: never abandoned to the quota
+    yield RunUnseen()  # a run may exist: never abandoned to the quota
     window = seq.startup_window(attempt)
     search = run_name.named_search(seq, attempt)
     while seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS <= window():
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
         # A listing the spent quota stopped is sent again at its reset.
-        seq.through_quota(
-            lambda: _sweep(seq, attempt, search, window(), cancel_now=True),
+        new = through_quota(
+            seq,
+            lambda: _look(seq, attempt, search, window(), cancel_now=True),
             lambda: run_name.search_paused(seq, attempt, window()),
         )
+        yield from _take(seq, attempt, search, new)
     if search.found:
-        raise SequenceError(
+        error = SequenceError(
             f"the dispatch reply was lost; {_named(search)}; no other pool is tried"
         )
-    raise SequenceError(
-        f"the dispatch reply was lost and no run with run-name {attempt.request_id} appeared "
-        "within 2 minutes; if one appears later, cancel it; no other pool is tried"
+        return PhaseResult(Next.OVER, error=error)
+    return PhaseResult(
+        Next.OVER,
+        error=SequenceError(
+            f"the dispatch reply was lost and no run with run-name {attempt.request_id} appeared "
+            "within 2 minutes; if one appears later, cancel it; no other pool is tried"
+        ),
     )

@@ -13,9 +13,27 @@ allocation seen.
 
 from __future__ import annotations
 
-from runner_queue_fallback.action.attempts import Attempt
+from runner_queue_fallback.action.attempts import Attempt, AttemptState
 from runner_queue_fallback.action.observe import Observation
-from runner_queue_fallback.action.sequence.context import Sequence, seconds
+from runner_queue_fallback.action.sequence.facts import (
+    Allocated,
+    Became,
+    ChildOver,
+    Next,
+    Phase,
+    PhaseResult,
+    RunnerOnJob,
+    Verdict,
+)
+from runner_queue_fallback.action.sequence.quota_pause import through_quota
+from runner_queue_fallback.action.sequence.state import (
+    SequenceState,
+    checked,
+    note_job,
+    observe,
+    read_child,
+    seconds,
+)
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import (
     TRANSIENT_ERRORS,
@@ -27,7 +45,7 @@ from runner_queue_fallback.core.errors import (
 __all__ = ["execution_timeout", "judge", "note_runner", "start_execution", "wait_for_result"]
 
 
-def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -> float:
+def start_execution(seq: SequenceState, attempt: Attempt, observation: Observation) -> Phase[float]:
     """Book the end of the queue wait; the execution deadline, on the monotonic clock.
 
     The allocation time is GitHub's own (the job's `started_at`), so polls that are minutes apart
@@ -36,15 +54,9 @@ def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -
     """
     now = seq.clock.monotonic()
     started = _allocated_at(seq, attempt, observation, now)
-    if attempt.queued_at is None:  # already allocated at the first look: no queue seen
-        attempt.queued_at = started
-    if attempt.queue_left_at is None:
-        attempt.queue_left_at = max(started, attempt.queued_at)
-    attempt.outcome = "runner allocated"
-    if attempt.allocated_at is None and observation.has_evidence:  # a child may end runnerless
-        attempt.allocated_at = started
-    if observation.has_evidence:
-        attempt.runner_name = _runner_of(observation)
+    seen = observation.has_evidence  # a child may end runnerless
+    yield Allocated(started, started, started if seen else None, _runner_of(observation), seen)
+    if seen:
         named = f" ({attempt.runner_name})" if attempt.runner_name else ""
         seq.report.log(
             f"Runner allocated to child {attempt.run_id}{named} {seconds(now - started)} ago: "
@@ -53,7 +65,9 @@ def start_execution(seq: Sequence, attempt: Attempt, observation: Observation) -
     return started + seq.inputs.pools.execution_timeout_minutes * 60
 
 
-def note_runner(seq: Sequence, attempt: Attempt, observation: Observation, left: float) -> None:
+def note_runner(
+    seq: SequenceState, attempt: Attempt, observation: Observation, left: float
+) -> Phase[None]:
     """Keep the runner on the job; one gone from a job still queued was GitHub's re-queue.
 
     `left`: the seconds to the execution timeout, which the re-queue does not restart.
@@ -63,8 +77,9 @@ def note_runner(seq: Sequence, attempt: Attempt, observation: Observation, left:
         return
     runner = _runner_of(observation)
     gone = attempt.runner_name
-    if runner is None and gone is not None and job.status == "queued":
-        attempt.requeued_from.append(gone)
+    requeued = runner is None and gone is not None and job.status == "queued"
+    yield RunnerOnJob(runner, gone if requeued else None)
+    if requeued:
         seq.report.log(
             f"Worker job of child {attempt.run_id} was assigned to runner {gone} and re-queued by "
             "GitHub (the runner did not pick it up; no step had started). A runner was seen, so "
@@ -72,7 +87,6 @@ def note_runner(seq: Sequence, attempt: Attempt, observation: Observation, left:
             f"result or the execution timeout, {seconds(max(0.0, left))} from now (counted from "
             "the first allocation seen)"
         )
-    attempt.runner_name = runner
 
 
 def _runner_of(observation: Observation) -> str | None:
@@ -83,7 +97,9 @@ def _runner_of(observation: Observation) -> str | None:
     return job.runner_name or str(job.runner_id)
 
 
-def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now: float) -> float:
+def _allocated_at(
+    seq: SequenceState, attempt: Attempt, observation: Observation, now: float
+) -> float:
     """When the runner was allocated, on the monotonic clock, from the job's `started_at`."""
     if not observation.has_evidence:
         return now  # this very read showed no runner
@@ -98,10 +114,12 @@ def _allocated_at(seq: Sequence, attempt: Attempt, observation: Observation, now
     return min(now, max(floor, now - ago))
 
 
-def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
+def wait_for_result(
+    seq: SequenceState, attempt: Attempt, observation: Observation
+) -> Phase[PhaseResult]:
     """No more fallback: poll every 60 s until the child concludes or the execution timeout."""
     assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
-    deadline = start_execution(seq, attempt, observation)
+    deadline = yield from start_execution(seq, attempt, observation)
     round_number = 0
     settled = False
     while not observation.finished:
@@ -109,11 +127,11 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
         if now >= deadline and observation.reported_over:
             # The run or its job already says completed; the other's report lags behind.
             # The worker did not outlive the deadline: let the reports settle.
-            observation, settled = _settle(seq, attempt, observation), True
+            observation, settled = (yield from _settle(seq, attempt, observation)), True
             if observation.finished:
                 break
         if now >= deadline:
-            raise execution_timeout(seq, attempt)
+            return execution_timeout(seq, attempt)
         wait = min(timing.EXECUTION_POLL_SECONDS, deadline - now)
         round_number += 1
         since = now - attempt.dispatched_at
@@ -124,47 +142,47 @@ def wait_for_result(seq: Sequence, attempt: Attempt, observation: Observation) -
             f"{seconds(wait)}"
         )
         seq.clock.sleep(wait)
-        observation = seq.observe(attempt)
-        note_runner(seq, attempt, observation, deadline - seq.clock.monotonic())
+        observation = yield from observe(seq, attempt)
+        yield from note_runner(seq, attempt, observation, deadline - seq.clock.monotonic())
         if not observation.finished:  # a finished worker is judged on its own result
-            observation = seq.checked(attempt, observation, allocated=True)
+            observation = yield from checked(seq, attempt, observation, allocated=True)
     if observation.conclusion_pending and not settled:  # a null conclusion is no verdict yet
-        observation = _settle(seq, attempt, observation)
-    judge(seq, attempt, observation)
+        observation = yield from _settle(seq, attempt, observation)
+    return (yield from judge(seq, attempt, observation))
 
 
-def execution_timeout(seq: Sequence, attempt: Attempt) -> ExecutionTimeout:
-    """The error that ends a worker past execution-timeout-minutes (cleanup then cancels it)."""
-    attempt.outcome = "execution timeout"
-    return ExecutionTimeout(
+def execution_timeout(seq: SequenceState, attempt: Attempt) -> PhaseResult:
+    """The result of a worker past execution-timeout-minutes (cleanup then cancels it)."""
+    error = ExecutionTimeout(
         f"child {attempt.run_id} did not finish within execution-timeout-minutes "
         f"({seq.inputs.pools.execution_timeout_minutes}); cancelling it"
     )
+    return PhaseResult(Next.OVER, error=error, facts=(Became(AttemptState.EXECUTION_TIMEOUT),))
 
 
-def judge(seq: Sequence, attempt: Attempt, observation: Observation) -> None:
+def judge(seq: SequenceState, attempt: Attempt, observation: Observation) -> Phase[PhaseResult]:
     """The verdict on a finished child: success only when run and worker job both succeeded."""
-    seq.active = None
+    yield ChildOver()
     seq.report.log(f"Polling finished: child {attempt.run_id} {observation.describe()}")
     job = observation.job
-    attempt.outcome = (
-        f"run {observation.run.conclusion}, worker {job.conclusion if job else 'missing'}"
-    )
+    yield Verdict.of(observation)
     if observation.conclusion_pending:
-        raise SequenceError(
+        pending = SequenceError(
             f"child {attempt.run_id} completed, but its conclusion was not reported within 2 "
             f"minutes ({observation.describe()}); check its result by hand. It is not retried on "
             "another pool"
         )
+        return PhaseResult(Next.OVER, error=pending)
     if not observation.succeeded:
-        raise WorkerFailed(
+        failed = WorkerFailed(
             f"the worker did not succeed: run concluded {observation.run.conclusion!r}, worker job "
             f"{job.conclusion if job else 'missing'!r}. It is not retried on another pool"
         )
-    seq.result.success = True
+        return PhaseResult(Next.OVER, error=failed)
+    return PhaseResult(Next.OVER)
 
 
-def _settle(seq: Sequence, attempt: Attempt, observation: Observation) -> Observation:
+def _settle(seq: SequenceState, attempt: Attempt, observation: Observation) -> Phase[Observation]:
     """Poll every 5 s, within one 2-minute window, until run and job report their conclusion.
 
     Both must say completed, with a conclusion that is not null. A wait for a spent quota's
@@ -179,10 +197,13 @@ def _settle(seq: Sequence, attempt: Attempt, observation: Observation) -> Observ
         )
         seq.clock.sleep(timing.CANCEL_POLL_SECONDS)
         try:  # the child may still be running: a read the quota stopped is sent at its reset
-            observation = seq.through_quota(
-                lambda: seq.observe(attempt, window()),
+            observation = through_quota(
+                seq,
+                lambda: read_child(seq, attempt, window()),
                 lambda: f"the wait for child {attempt.run_id}'s result",
             )
         except TRANSIENT_ERRORS as exc:
             seq.report.log(f"Completion check failed: {exc}")
+        else:
+            yield from note_job(seq, attempt, observation)
     return observation

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runner_queue_fallback.action.sequence.context import minutes
+from runner_queue_fallback.action.sequence.facts import JobEnd
+from runner_queue_fallback.action.sequence.state import minutes
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import (
     GitHubAPIError,
@@ -46,7 +47,7 @@ from runner_queue_fallback.workflow.plan import make_plan
 
 if TYPE_CHECKING:
     from runner_queue_fallback.action.attempts import Attempt
-    from runner_queue_fallback.action.sequence.context import Sequence
+    from runner_queue_fallback.action.sequence.state import SequenceState
     from runner_queue_fallback.core.inputs import RunContext
 
 __all__ = ["Fit", "check_dispatch", "fit", "needs_text", "read_job_end", "refusal", "waited"]
@@ -84,8 +85,8 @@ class Fit:
         return self.left - self.needs
 
 
-def read_job_end(seq: Sequence, started: float) -> None:
-    """Set `seq.job_ends_at` from the job's timeout; when it cannot be read, say why, once.
+def read_job_end(seq: SequenceState, started: float) -> JobEnd | None:
+    """When the job ends, from its timeout; when it cannot be read, say why, once (None).
 
     `started`: when this step began (`clock.monotonic()`).
 
@@ -100,7 +101,7 @@ def read_job_end(seq: Sequence, started: float) -> None:
             f"The coordinator job's timeout-minutes could not be read: {exc}. Its end is unknown, "
             "so no wait for the API quota is measured against it"
         )
-        return
+        return None
     job_start, start_text = _job_start(seq, started, timeout.job * 60.0)
     job = f"job `{seq.ctx.job}`"
     ends_at = job_start + timeout.job * 60
@@ -108,21 +109,21 @@ def read_job_end(seq: Sequence, started: float) -> None:
     if timeout.step is not None and started + timeout.step * 60 < ends_at:
         ends_at = started + timeout.step * 60
         text, start_text = f"timeout-minutes {timeout.step} of its step in {job}", "from its start"
-    seq.job_ends_at, seq.job_end_text = ends_at, text
     left = (ends_at - seq.clock.monotonic()) / 60
     seq.report.log(
         f"The coordinator job ends in {max(0.0, left):.0f} min ({text}, {start_text}){timeout.caveat}. "
         "After a wait for the API quota, a candidate that cannot run its course before then is "
         "not dispatched"
     )
+    return JobEnd(ends_at, text)
 
 
-def waited(seq: Sequence) -> bool:
+def waited(seq: SequenceState) -> bool:
     """Whether a wait the specification's sizing leaves out was added: for admission, or a quota."""
     return seq.result.admission_waited > 0 or seq.client.stats.quota_waited > 0
 
 
-def fit(seq: Sequence, attempt: Attempt, wait: float = 0.0) -> Fit | None:
+def fit(seq: SequenceState, attempt: Attempt, wait: float = 0.0) -> Fit | None:
     """How the candidate fits in what is left of the job after `wait` more seconds; None: unknown."""
     if seq.job_ends_at is None:
         return None
@@ -130,7 +131,7 @@ def fit(seq: Sequence, attempt: Attempt, wait: float = 0.0) -> Fit | None:
     return Fit(left, sum(_parts(seq, attempt).values()))
 
 
-def check_dispatch(seq: Sequence, attempt: Attempt) -> None:
+def check_dispatch(seq: SequenceState, attempt: Attempt) -> None:
     """Just before a dispatch: after an added wait, the candidate must fit in the job, or no child."""
     found = fit(seq, attempt)
     if found is None or found.room >= 0 or not waited(seq):
@@ -140,7 +141,7 @@ def check_dispatch(seq: Sequence, attempt: Attempt) -> None:
     raise refusal(seq, attempt, found, lead)
 
 
-def refusal(seq: Sequence, attempt: Attempt, found: Fit, lead: str) -> SequenceError:
+def refusal(seq: SequenceState, attempt: Attempt, found: Fit, lead: str) -> SequenceError:
     """The error of a candidate that cannot fit: the job's timeout, and what the candidate needs.
 
     `lead` ends where the time left goes: "... the coordinator job ends in" (22 min).
@@ -159,12 +160,12 @@ def refusal(seq: Sequence, attempt: Attempt, found: Fit, lead: str) -> SequenceE
     )
 
 
-def needs_text(seq: Sequence, attempt: Attempt) -> str:
+def needs_text(seq: SequenceState, attempt: Attempt) -> str:
     """`startup window 2 min, queue deadline 10 min, ...`: what one candidate needs of the job."""
     return ", ".join(f"{name} {minutes(value)}" for name, value in _parts(seq, attempt).items())
 
 
-def _parts(seq: Sequence, attempt: Attempt) -> dict[str, float]:
+def _parts(seq: SequenceState, attempt: Attempt) -> dict[str, float]:
     """The job time one candidate may take, by part (seconds)."""
     return {
         "startup window": timing.STARTUP_WINDOW_SECONDS,
@@ -178,7 +179,7 @@ def _parts(seq: Sequence, attempt: Attempt) -> dict[str, float]:
 # -- reading -------------------------------------------------------------------------------------
 
 
-def _read_timeout(seq: Sequence) -> _Timeout:
+def _read_timeout(seq: SequenceState) -> _Timeout:
     """The timeouts of the coordinator's job and step, from the run's workflow file."""
     path = _workflow_path(seq.ctx)
     sha = seq.ctx.workflow_sha
@@ -270,7 +271,7 @@ def _minutes(node: Node, where: str) -> int | None:
     return value
 
 
-def _job_start(seq: Sequence, started: float, limit: float) -> tuple[float, str]:
+def _job_start(seq: SequenceState, started: float, limit: float) -> tuple[float, str]:
     """When the job started (`clock.monotonic()` time), and how that was found out.
 
     GitHub gives the start; how long ago that was is this runner's clock against it, so a clock

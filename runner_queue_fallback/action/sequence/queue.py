@@ -13,7 +13,16 @@ from __future__ import annotations
 
 from runner_queue_fallback.action.attempts import Attempt
 from runner_queue_fallback.action.observe import Observation
-from runner_queue_fallback.action.sequence.context import Sequence, minutes, seconds
+from runner_queue_fallback.action.sequence.facts import Next, Phase, PhaseResult
+from runner_queue_fallback.action.sequence.quota_pause import pause, through_quota
+from runner_queue_fallback.action.sequence.state import (
+    SequenceState,
+    checked,
+    minutes,
+    note_job,
+    read_child,
+    seconds,
+)
 from runner_queue_fallback.core import timing
 
 __all__ = ["next_interval", "read_at_deadline", "wait_for_reset", "wait_in_queue"]
@@ -28,19 +37,21 @@ def next_interval(left: float) -> float:
     return min(wait, left)
 
 
-def wait_in_queue(seq: Sequence, attempt: Attempt, observation: Observation) -> Observation | None:
-    """Poll until a runner is seen, landing one poll on the deadline; None at the deadline."""
+def wait_in_queue(
+    seq: SequenceState, attempt: Attempt, observation: Observation
+) -> Phase[PhaseResult]:
+    """Poll until a runner is seen, landing one poll on the deadline; then the deadline's read."""
     if observation.has_evidence or observation.finished:
-        return observation
+        return PhaseResult(Next.EXECUTION, observation)
     assert attempt.queued_at is not None  # noqa: S101  # set when the job was seen in startup
     assert attempt.dispatched_at is not None  # noqa: S101  # set by dispatch
     deadline = attempt.queued_at + attempt.candidate.queue_seconds
-    checked = attempt.dispatched_at  # the preflight read the source ref just before dispatch
+    checks = attempt.dispatched_at  # the preflight read the source ref just before dispatch
     round_number = 0
     while not (observation.has_evidence or observation.finished):
         now = seq.clock.monotonic()
         if now >= deadline:
-            return None
+            return PhaseResult(Next.DEADLINE)
         wait = next_interval(deadline - now)
         round_number += 1
         seq.report.log(
@@ -50,36 +61,42 @@ def wait_in_queue(seq: Sequence, attempt: Attempt, observation: Observation) -> 
             f"{seconds(wait)}"
         )
         seq.clock.sleep(wait)
-        observation = seq.observe(attempt)
+        observation = read_child(seq, attempt)
+        yield from note_job(seq, attempt, observation)
         moved = observation.has_evidence or observation.finished
-        if moved or seq.clock.monotonic() - checked >= timing.QUEUE_CHECKS_SECONDS:
-            observation = seq.checked(attempt, observation, allocated=observation.has_evidence)
-            checked = seq.clock.monotonic()
-    return observation
+        if moved or seq.clock.monotonic() - checks >= timing.QUEUE_CHECKS_SECONDS:
+            observation = yield from checked(
+                seq, attempt, observation, allocated=observation.has_evidence
+            )
+            checks = seq.clock.monotonic()
+    return PhaseResult(Next.EXECUTION, observation)
 
 
-def wait_for_reset(seq: Sequence, attempt: Attempt) -> None:
+def wait_for_reset(seq: SequenceState, attempt: Attempt) -> None:
     """At the deadline with the quota spent: wait for its reset; the fresh read comes after it.
 
     A runner seen at that read means the child was allocated (no cancel, no race); only one seen
     after the cancel request is the race. Departure (README): the cancel comes after the reset.
     """
-    wait = seq.client.quota_reset_in()
-    if wait is None:
-        return
-    seq.report.log(
-        f"Queue deadline reached for child {attempt.run_id}, but the API quota is spent until its "
-        f"reset at {seq.client.reset_time()}: the fresh read and the cancel wait {seconds(wait)}"
+    pause(
+        seq,
+        lambda wait: (
+            f"Queue deadline reached for child {attempt.run_id}, but the API quota is spent until "
+            f"its reset at {seq.client.reset_time()}: the fresh read and the cancel wait "
+            f"{seconds(wait)}"
+        ),
     )
-    seq.sleep_through_quota(wait)
 
 
-def read_at_deadline(seq: Sequence, attempt: Attempt) -> tuple[Observation, float]:
-    """The fresh read before cancelling, and the cancellation window's deadline it shares.
+def read_at_deadline(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult]:
+    """The fresh read before cancelling (after the reset of a spent quota), and its window.
 
-    A read the spent quota stops is sent again at the reset, with a new window: the cancel
-    must not rest on a read from before an hour's wait.
+    A runner seen or a finished child: no cancel, its result is waited for. Else the cancel,
+    within the cancellation window the read opened. A read the spent quota stops is sent again
+    at the reset, with a new window: the cancel must not rest on a read from before an hour's
+    wait.
     """
+    wait_for_reset(seq, attempt)
     seq.report.log(
         f"Queue deadline of {minutes(attempt.candidate.queue_seconds)} reached for child "
         f"{attempt.run_id}: fresh read before cancelling"
@@ -87,6 +104,12 @@ def read_at_deadline(seq: Sequence, attempt: Attempt) -> tuple[Observation, floa
 
     def read() -> tuple[Observation, float]:
         window = seq.clock.monotonic() + timing.CANCEL_WINDOW_SECONDS
-        return seq.observe(attempt, window), window
+        return read_child(seq, attempt, window), window
 
-    return seq.through_quota(read, lambda: f"the fresh read of child {attempt.run_id}")
+    observation, window = through_quota(
+        seq, read, lambda: f"the fresh read of child {attempt.run_id}"
+    )
+    yield from note_job(seq, attempt, observation)
+    if observation.has_evidence or observation.finished:
+        return PhaseResult(Next.EXECUTION, observation)
+    return PhaseResult(Next.CANCEL, observation, cancel_by=window)

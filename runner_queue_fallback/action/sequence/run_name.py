@@ -14,9 +14,22 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from runner_queue_fallback.action.attempts import Attempt
+from runner_queue_fallback.action.attempts import Attempt, AttemptState
 from runner_queue_fallback.action.cleanup import RunNameSearch
-from runner_queue_fallback.action.sequence.context import Sequence, seconds
+from runner_queue_fallback.action.sequence.facts import (
+    Became,
+    ChildFound,
+    ChildReplaced,
+    EarlierRun,
+    FoundByName,
+    Next,
+    Phase,
+    PhaseResult,
+    RelistDone,
+    RunUnseen,
+)
+from runner_queue_fallback.action.sequence.quota_pause import through_quota
+from runner_queue_fallback.action.sequence.state import SequenceState, seconds
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import (
     TRANSIENT_ERRORS,
@@ -26,7 +39,6 @@ from runner_queue_fallback.core.errors import (
 )
 from runner_queue_fallback.core.request_id import created_since
 from runner_queue_fallback.github.models import WorkflowRun
-from runner_queue_fallback.github.retry import Patience
 
 __all__ = [
     "CLOCK_SKEW_SECONDS",
@@ -42,13 +54,13 @@ __all__ = [
 CLOCK_SKEW_SECONDS = 300.0
 
 
-def dispatch_time(seq: Sequence, attempt: Attempt) -> datetime:
+def dispatch_time(seq: SequenceState, attempt: Attempt) -> datetime:
     """The wall-clock time the attempt's dispatch was sent (from the Clock, never the system)."""
     assert attempt.dispatched_at is not None  # noqa: S101  # set just before the dispatch
     return seq.clock.now() - timedelta(seconds=seq.clock.monotonic() - attempt.dispatched_at)
 
 
-def named_search(seq: Sequence, attempt: Attempt) -> RunNameSearch:
+def named_search(seq: SequenceState, attempt: Attempt) -> RunNameSearch:
     """Every run bearing the attempt's request id, created since its dispatch less the margin.
 
     Or since the time the request id states (GitHub's clock) when that is earlier: a runner's
@@ -60,15 +72,15 @@ def named_search(seq: Sequence, attempt: Attempt) -> RunNameSearch:
     return RunNameSearch(seq.client, seq.inputs.workflow, attempt.request_id, since)
 
 
-def find_dispatched_run(seq: Sequence, attempt: Attempt) -> None:
+def find_dispatched_run(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult | None]:
     """Find the run of an accepted dispatch by its run-name within the startup window.
 
-    Found: the run created first becomes the active child, to be listed once more at the next
-    poll (`relist`). Not found by the window's end: the sequence stops with the lost-dispatch
-    error; the attempt stays in flight, so the post step looks for it again.
+    Found (None): the run created first becomes the active child, to be listed once more at the
+    next poll (`relist`). Not found by the window's end: the result ends the sequence with the
+    lost-dispatch error; the attempt stays in flight, so the post step looks for it again.
     """
     assert attempt.dispatched_at is not None  # noqa: S101  # set just before the dispatch
-    seq.client.patience = Patience.CHILD_EXISTS  # the run exists: never abandoned to the quota
+    yield RunUnseen()  # the run exists: never abandoned to the quota
     window = seq.startup_window(attempt)
     search = named_search(seq, attempt)
     seq.report.log(
@@ -80,42 +92,45 @@ def find_dispatched_run(seq: Sequence, attempt: Attempt) -> None:
     while True:
         searches += 1
         try:  # a search the spent quota stopped is sent again at its reset
-            run = seq.through_quota(
+            run = through_quota(
+                seq,
                 lambda: _search(seq, attempt, search, window()),
                 lambda: search_paused(seq, attempt, window()),
             )
         except QuotaSpent as exc:
             seq.report.log(f"Looking for run-name {attempt.request_id}: {exc}")
             run = None
+        except _SearchFailed as failed:
+            return PhaseResult(
+                Next.OVER, error=failed.error, facts=(Became(AttemptState.RUN_NOT_FOUND),)
+            )
         if run is not None:
-            attempt.found_by_run_name = True
-            seq.set_active(attempt, run.id, run.html_url, by_name=True)
-            seq.by_name = search
-            seq.relist_at = seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS
+            yield ChildFound(run.id, run.html_url, by_name=True)
+            yield FoundByName(search, seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS)
             seq.report.log(
                 f"Found run {run.id} named {attempt.request_id} after {searches} search(es)"
             )
-            return
+            return None
         if seq.clock.monotonic() + timing.STARTUP_POLL_SECONDS > window():
             break
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
-    attempt.outcome = "dispatch accepted, run not found"
-    raise SequenceError(
+    error = SequenceError(
         f"the dispatch of {attempt.request_id} was accepted without its run id (API version "
         f"{seq.client.version}), and no run with run-name {attempt.request_id} appeared within "
         f"2 minutes ({searches} searches); it is not dispatched again and no other pool is "
         f"tried. If a run named {attempt.request_id} appears later, cancel it (the post step "
         "looks for it again)"
     )
+    return PhaseResult(Next.OVER, error=error, facts=(Became(AttemptState.RUN_NOT_FOUND),))
 
 
-def search_paused(seq: Sequence, attempt: Attempt, deadline: float) -> str:
+def search_paused(seq: SequenceState, attempt: Attempt, deadline: float) -> str:
     """What a spent quota pauses while the run is looked for by its run-name, for a log line."""
     left = seconds(max(0.0, deadline - seq.clock.monotonic()))
     return f"the search for run-name {attempt.request_id} ({left} of its window left)"
 
 
-def relist(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
+def relist(seq: SequenceState, attempt: Attempt, *, runner_seen: bool) -> Phase[bool]:
     """The one listing again, at the next poll after the child was found by its run-name.
 
     A run created before the child is the real one (the listing showed it late): before any
@@ -123,7 +138,8 @@ def relist(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
     checks the new child's identity); after a runner was seen the sequence ends, naming both,
     and cleanup cancels both. Any other new run bearing the request id is named in a warning.
     """
-    search, seq.relist_at = seq.by_name, None
+    search = seq.by_name
+    yield RelistDone()
     assert search is not None  # noqa: S101  # set with relist_at
     assert attempt.run_id is not None  # noqa: S101  # found by run-name
     name, held = attempt.request_id, attempt.run_id
@@ -138,9 +154,7 @@ def relist(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
         return False
     search.named.add(held)
     if runner_seen:
-        seq.add_other(first.id)
-        attempt.outcome = "an earlier run bears its run-name"
-        attempt.allocated_at = attempt.allocated_at or seq.clock.monotonic()  # it had a runner
+        yield EarlierRun(first.id, seq.clock.monotonic())
         raise SequenceError(
             f"run {first.id} with run-name {name} was created before run {held}, the child "
             f"being watched, which already had a runner: run {first.id} is the dispatched child "
@@ -153,14 +167,23 @@ def relist(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
         "someone else with the same run-name: check it",
         title="Run-name not unique",
     )
-    seq.set_active(attempt, first.id, first.html_url, by_name=True)
-    attempt.queued_at, seq.last_queued_read, attempt.outcome = None, None, "dispatched"
+    yield ChildFound(first.id, first.html_url, by_name=True)
+    yield ChildReplaced()
     _name_others(seq, attempt, search, first)
     return True
 
 
+class _SearchFailed(Exception):  # carries the error out of the read the quota may pause
+    """Looking for the run failed for a reason other than a transient one: the sequence stops."""
+
+    def __init__(self, error: SequenceError) -> None:
+        """Carry `error`, which ends the sequence."""
+        super().__init__(str(error))
+        self.error = error
+
+
 def _search(
-    seq: Sequence, attempt: Attempt, search: RunNameSearch, deadline: float
+    seq: SequenceState, attempt: Attempt, search: RunNameSearch, deadline: float
 ) -> WorkflowRun | None:
     """One search by run-name; the first run created wins, and any other is named in a warning.
 
@@ -176,12 +199,13 @@ def _search(
         seq.report.log(f"Looking for run-name {name}: {exc}")
         return None
     except GitHubError as exc:
-        attempt.outcome = "dispatch accepted, run not found"
-        raise SequenceError(
-            f"the dispatch of {name} was accepted without its run id, and looking for its run "
-            f"failed: {exc}; no run with run-name {name} appeared to the coordinator, and it is "
-            f"not dispatched again. If a run named {name} exists, cancel it (the post step looks "
-            "for it again)"
+        raise _SearchFailed(
+            SequenceError(
+                f"the dispatch of {name} was accepted without its run id, and looking for its run "
+                f"failed: {exc}; no run with run-name {name} appeared to the coordinator, and it is "
+                f"not dispatched again. If a run named {name} exists, cancel it (the post step looks "
+                "for it again)"
+            )
         ) from None
     if not search.found:
         return None
@@ -191,7 +215,7 @@ def _search(
 
 
 def _name_others(
-    seq: Sequence, attempt: Attempt, search: RunNameSearch, child: WorkflowRun
+    seq: SequenceState, attempt: Attempt, search: RunNameSearch, child: WorkflowRun
 ) -> None:
     """Every run bearing the request id besides the child is named in a warning, once."""
     others = [run.id for run in search.ordered if run.id != child.id and run.id not in search.named]

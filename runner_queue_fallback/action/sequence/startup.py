@@ -14,14 +14,16 @@ from runner_queue_fallback.action.attempts import Attempt
 from runner_queue_fallback.action.cleanup import observe_run
 from runner_queue_fallback.action.observe import WORKER_JOB, Observation, job_mismatches
 from runner_queue_fallback.action.sequence import run_name
-from runner_queue_fallback.action.sequence.context import Sequence, seconds
+from runner_queue_fallback.action.sequence.facts import Next, Phase, PhaseResult
+from runner_queue_fallback.action.sequence.quota_pause import through_quota
+from runner_queue_fallback.action.sequence.state import SequenceState, note_job, seconds
 from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.errors import TRANSIENT_ERRORS, NotFound, SequenceError
 
 __all__ = ["wait_for_startup"]
 
 
-def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
+def wait_for_startup(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult]:
     """Wait (15 s, then every 5 s, within 2 minutes) until the child shows its identity and job.
 
     As the spec words it: fields not filled in yet (the run-name still empty or the workflow's
@@ -50,7 +52,7 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
     run_read = job_seen = False  # a zombie run: read, and never a job
     while True:
         due = seq.relist_at is not None and seq.clock.monotonic() >= seq.relist_at
-        if due and run_name.relist(seq, attempt, runner_seen=runner_seen):
+        if due and (yield from run_name.relist(seq, attempt, runner_seen=runner_seen)):
             title_seen = False  # a new child: its run-name is seen afresh
         try:
             observation = _read(seq, attempt, window)
@@ -62,9 +64,9 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
             runner_seen = runner_seen or observation.has_evidence
             pending = seq.expected.pending_fields(observation.run)
             if observation.jobs and not pending:
-                seq.note_job(attempt, observation)
-                if not _replaced_at_next_poll(seq, attempt, runner_seen=runner_seen):
-                    return observation
+                yield from note_job(seq, attempt, observation)
+                if not (yield from _replaced_at_next_poll(seq, attempt, runner_seen=runner_seen)):
+                    return PhaseResult(Next.QUEUE, observation)
                 title_seen = False
                 continue
             if not observation.jobs:
@@ -77,14 +79,15 @@ def wait_for_startup(seq: Sequence, attempt: Attempt) -> Observation:
                 if run_read and not job_seen
                 else ""
             )
-            raise SequenceError(
+            error = SequenceError(
                 f"child run {attempt.run_id} did not show its identity and worker job within "
                 f"the 2-minute startup window; last: {last}{never}"
             )
+            return PhaseResult(Next.OVER, error=error)
         seq.clock.sleep(timing.STARTUP_POLL_SECONDS)
 
 
-def _read(seq: Sequence, attempt: Attempt, window: Callable[[], float]) -> Observation:
+def _read(seq: SequenceState, attempt: Attempt, window: Callable[[], float]) -> Observation:
     """One read of the child; a spent quota pauses the window, and the read is sent at the reset."""
     run_id = attempt.run_id
     assert run_id is not None  # noqa: S101  # set by dispatch
@@ -93,20 +96,22 @@ def _read(seq: Sequence, attempt: Attempt, window: Callable[[], float]) -> Obser
         left = seconds(max(0.0, window() - seq.clock.monotonic()))
         return f"the startup window of child {run_id} ({left} of it left)"
 
-    return seq.through_quota(
-        lambda: observe_run(seq.client, run_id, window(), clock=seq.clock), paused
+    return through_quota(
+        seq, lambda: observe_run(seq.client, run_id, window(), clock=seq.clock), paused
     )
 
 
-def _replaced_at_next_poll(seq: Sequence, attempt: Attempt, *, runner_seen: bool) -> bool:
+def _replaced_at_next_poll(
+    seq: SequenceState, attempt: Attempt, *, runner_seen: bool
+) -> Phase[bool]:
     """A child found by run-name and ready: wait for its one listing again; True if replaced."""
     if seq.relist_at is None:
         return False
     seq.clock.sleep(max(0.0, seq.relist_at - seq.clock.monotonic()))
-    return run_name.relist(seq, attempt, runner_seen=runner_seen)
+    return (yield from run_name.relist(seq, attempt, runner_seen=runner_seen))
 
 
-def _check_filled_in(seq: Sequence, observation: Observation, *, title_seen: bool) -> bool:
+def _check_filled_in(seq: SequenceState, observation: Observation, *, title_seen: bool) -> bool:
     """Fail at once on a wrong field, or a run-name seen matching that is pending again.
 
     Returns whether the run-name has been seen matching (now or before).
