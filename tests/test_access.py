@@ -76,20 +76,16 @@ def error_line(run: SimulationRun) -> str:
 
 # -- each skip reason: no dispatch, no queue time, the next candidate at once -------------------
 
-SKIPS = {
-    "group-not-found": (None, {}),
-    "repository-not-granted": ({"visibility": "selected", "selected_repositories": ()}, {}),
-    "workflow-not-admitted": (
-        {"restricted_to_workflows": True, "selected_workflows": (OTHER,)},
-        {},
-    ),
+SKIPS: dict[str, dict[str, Any] | None] = {
+    "group-not-found": None,
+    "repository-not-granted": {"visibility": "selected", "selected_repositories": ()},
+    "workflow-not-admitted": {"restricted_to_workflows": True, "selected_workflows": (OTHER,)},
 }
 
 
 @pytest.mark.parametrize("reason", list(SKIPS))
 def test_a_pool_proven_unable_to_serve_is_skipped_at_once_and_the_next_serves(reason: str):
-    first, org = SKIPS[reason]
-    s = world(first, **org)
+    s = world(SKIPS[reason])
     run = s.run()
     assert run.exit_code == 0, run.log
     assert run.outputs["outcome"] == "success"
@@ -202,7 +198,7 @@ def test_a_skip_then_a_pool_without_a_runner_is_no_runner_and_says_what_was_skip
 # -- anything short of proof dispatches as without the token -------------------------------------
 
 
-NOT_PROVEN = {
+NOT_PROVEN: dict[str, tuple[dict[str, Any], dict[str, Any], dict[str, str]]] = {
     "403, a token without the permission": ({}, {"readers": set()}, {}),
     "401, an expired token": ({}, {}, {"runners-token": EXPIRED}),
     "a wildcard restriction": (
