@@ -74,6 +74,7 @@ CORE = (
     "action/sequence/cancellation.py",
     "action/sequence/execution.py",
     "action/sequence/admission.py",
+    "action/sequence/access.py",
     "action/sequence/child_workflow.py",
     "action/sequence/state.py",
     "action/sequence/facts.py",
@@ -96,6 +97,7 @@ FUZZ_TESTS = ("tests/test_fuzz_coordinator.py",)
 #: would only make the map slow to build. The inputs and plan tests read `timing`'s limits
 #: (deadlines, candidates, the hosted job limit); the stats tests read through the client's retries.
 MAP_TESTS = (
+    "tests/test_access.py",
     "tests/test_actions_io.py",
     "tests/test_api_contract.py",
     "tests/test_api_versions.py",

@@ -46,6 +46,11 @@ def _check_outcome(kids: list[RunHistory], run: SimulationRun) -> None:
     if outcome == "failure":  # a worker ran: a step of the last child began
         assert kids, "failure without a child"
         assert kids[-1].started_at is not None, "failure for a child whose job never started"
+    if outcome == "no-pool":  # every candidate skipped before its dispatch: no child at all
+        assert not kids, "no-pool with a child"
+        entries = json.loads(run.outputs.get("attempts-json") or "[]")
+        assert entries, "no-pool without a skipped entry"
+        assert all(e["outcome"] == "skipped" for e in entries), entries
     if outcome == "no-runner":  # every child cancelled before a runner took it
         assert kids, "no-runner without a child"
         assert all(kid.allocated_at is None for kid in kids)

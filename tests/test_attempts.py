@@ -6,10 +6,12 @@ from __future__ import annotations
 import pytest
 
 from runner_queue_fallback.action.attempts import Attempt, AttemptState
+from runner_queue_fallback.action.pool_access import SKIPPED
 from runner_queue_fallback.core.profiles import Candidate
 
 WORDS = {
     AttemptState.NOT_DISPATCHED: "not dispatched",
+    AttemptState.SKIPPED: "skipped",
     AttemptState.REFUSED: "dispatch refused",
     AttemptState.REPLY_LOST: "dispatch reply lost",
     AttemptState.RUN_NOT_FOUND: "dispatch accepted, run not found",
@@ -49,6 +51,11 @@ def test_a_finished_child_reads_as_its_run_and_worker_conclusions():
 
 def test_every_state_has_its_words():
     assert set(WORDS) | {AttemptState.FINISHED} == set(AttemptState)
+
+
+def test_a_skip_reads_as_the_word_its_attempts_json_entry_shows():
+    """The summary's row and `attempts-json`'s `"outcome"` say the same word."""
+    assert attempt(AttemptState.SKIPPED).outcome == SKIPPED == "skipped"
 
 
 def test_only_a_child_that_may_still_run_is_in_flight():

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from runner_queue_fallback.action.attempts import Attempt, Result
+from runner_queue_fallback.action.attempts import Attempt, AttemptState, Result
 from runner_queue_fallback.action.pool_access import (
     NOTHING_READ,
     SKIP_REASONS,
@@ -386,7 +386,7 @@ def test_the_runners_token_is_only_ever_sent_with_gets():
     assert {e.method for e in world.github.ledger if e.client == number} == {"GET"}
 
 
-# -- what the lead plugs into the sequence: the entry, the error, the word ------------------------
+# -- what the sequence makes of a skip: the entry, the error, the word -----------------------------
 
 
 def test_a_skipped_entry_has_a_dispatch_entrys_keys_nothing_dispatched():
@@ -406,7 +406,7 @@ def test_a_skipped_entry_has_a_dispatch_entrys_keys_nothing_dispatched():
         "skip-reason": "workflow-not-admitted",
         "fix": "add the entry X",
     }
-    sent = Attempt(1, candidate, run_id=7, dispatched_at=0.0, outcome="run success")
+    sent = Attempt(1, candidate, run_id=7, dispatched_at=0.0, state=AttemptState.FINISHED)
     [dispatched] = json.loads(attempts_json(Result(attempts=[sent])))
     assert set(dispatched) <= set(entry)
     assert json.loads(json.dumps(entry)) == entry

@@ -395,8 +395,8 @@ def test_the_runners_token_is_used_only_for_gets_and_never_reaches_the_child():
 
 
 def test_the_coordinator_keeps_the_runners_token_out_of_state_outputs_summary_and_log():
-    """Given to the coordinator (part of its inputs), it is masked and saved nowhere; no request
-    carries it (the coordinator does not read runner groups yet)."""
+    """Given to the coordinator (part of its inputs), it is masked and saved nowhere; the
+    requests that carry it are the pools' access reads, only GETs, never a write."""
     world = _org_world()
     sim = world.coordinate()
     assert sim.exit_code == 0, sim.log
@@ -404,7 +404,12 @@ def test_the_coordinator_keeps_the_runners_token_out_of_state_outputs_summary_an
     assert all(RUNNERS_TOKEN not in text for text in kept)
     for log in (sim.log, sim.post_log):
         assert RUNNERS_TOKEN not in log.replace(f"::add-mask::{RUNNERS_TOKEN}", "")
-    assert world.github.client_number(RUNNERS_TOKEN) is None
+    number = world.github.client_number(RUNNERS_TOKEN)
+    assert number is not None  # the coordinator read the group with it
+    sent = [e for e in world.github.ledger if e.client == number]
+    assert sent
+    assert {e.method for e in sent} == {"GET"}
+    assert not [e for e in sent if "/dispatches" in e.path or e.path.endswith("/cancel")]
     assert f"::add-mask::{RUNNERS_TOKEN}" in sim.log
 
 

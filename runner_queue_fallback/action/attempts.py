@@ -10,16 +10,28 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from runner_queue_fallback.action.cleanup import CleanupResult
 from runner_queue_fallback.core.errors import (
     Cancelled,
+    NoPool,
     QueuesExhausted,
     RQFError,
     WorkerFailed,
 )
-from runner_queue_fallback.core.outcome import CANCELLED, ERROR, FAILURE, NO_RUNNER, SUCCESS
+from runner_queue_fallback.core.outcome import (
+    CANCELLED,
+    ERROR,
+    FAILURE,
+    NO_POOL,
+    NO_RUNNER,
+    SUCCESS,
+)
 from runner_queue_fallback.core.profiles import Candidate
+
+if TYPE_CHECKING:
+    from runner_queue_fallback.action.pool_access import Skip
 
 __all__ = ["Attempt", "AttemptState", "Result", "outcome_of"]
 
@@ -28,6 +40,8 @@ class AttemptState(enum.Enum):
     """Where one attempt stands; `words` is how the outputs and the summary name it."""
 
     NOT_DISPATCHED = enum.auto()
+    #: with `runners-token`: its pool is proven unable to serve this workflow, so no dispatch
+    SKIPPED = enum.auto()
     #: GitHub refused the dispatch (4xx): no run was created, so it is no dispatch sent
     REFUSED = enum.auto()
     REPLY_LOST = enum.auto()
@@ -59,6 +73,7 @@ class AttemptState(enum.Enum):
 
 _WORDS = {
     AttemptState.NOT_DISPATCHED: "not dispatched",
+    AttemptState.SKIPPED: "skipped",
     AttemptState.REFUSED: "dispatch refused",
     AttemptState.REPLY_LOST: "dispatch reply lost",
     AttemptState.RUN_NOT_FOUND: "dispatch accepted, run not found",
@@ -78,7 +93,10 @@ _IN_FLIGHT = frozenset({AttemptState.DISPATCHED, AttemptState.QUEUED, AttemptSta
 
 @dataclass
 class Attempt:
-    """One dispatch: where it went, what it became and how long it waited for a runner."""
+    """One candidate tried: where its dispatch went, what it became, how long it waited.
+
+    A candidate skipped before its dispatch (`skip`) is an attempt with no dispatch.
+    """
 
     number: int
     candidate: Candidate
@@ -105,6 +123,8 @@ class Attempt:
     requeued_from: list[str] = field(default_factory=list)
     #: a read showed a step of the worker begun: the worker ran (its artifacts may exist)
     step_started: bool = False
+    #: why its pool was skipped before any dispatch (`runners-token`); None: not skipped
+    skip: Skip | None = None
 
     @property
     def queued_seconds(self) -> float | None:
@@ -166,6 +186,8 @@ def outcome_of(result: Result) -> str:
         return CANCELLED
     if isinstance(error, QueuesExhausted):
         return NO_RUNNER
+    if isinstance(error, NoPool):
+        return NO_POOL
     last = result.last
     if isinstance(error, WorkerFailed) and last is not None and last.step_started:
         return FAILURE

@@ -2,8 +2,9 @@
 
     parent check -> the job's end (its timeout-minutes, read once) -> for each candidate:
         admission (API quota for one candidate, else wait for the reset) -> preflight (source
-        ref, workflow definition) -> after a wait for quota, the candidate must fit in what is
-        left of the job -> dispatch once -> startup window (identity)
+        ref, workflow definition) -> with runners-token, the pool proven unable to serve the
+        child is skipped (the next candidate, at once) -> after a wait for quota, the candidate
+        must fit in what is left of the job -> dispatch once -> startup window (identity)
         -> queued (polls, one lands on the deadline; a spent quota is waited out)
             -> deadline: fresh read, cancel, prove nothing ran (5 s polls in a 2-minute window)
                -> next candidate
@@ -29,16 +30,18 @@ from runner_queue_fallback.action.attempts import Attempt, Result
 from runner_queue_fallback.action.cleanup import CleanupResult, cancel_and_confirm_all
 from runner_queue_fallback.action.observe import Observation
 from runner_queue_fallback.action.parent import check_parent
+from runner_queue_fallback.action.pool_access import PoolAccess, no_pool_error
 from runner_queue_fallback.action.sequence import (
-    admission as quota,
-)
-from runner_queue_fallback.action.sequence import (
+    access,
     cancellation,
     dispatch,
     execution,
     job_time,
     queue,
     startup,
+)
+from runner_queue_fallback.action.sequence import (
+    admission as quota,
 )
 from runner_queue_fallback.action.sequence.facts import ChildOver, Next, Phase, PhaseResult, Verdict
 from runner_queue_fallback.action.sequence.quota_pause import job_end_warning
@@ -82,8 +85,12 @@ class Coordinator:
         *,
         make_token: Callable[[], str] = lambda: secrets.token_hex(4),
         rng: random.Random | None = None,
+        runners: GitHubClient | None = None,
     ) -> None:
-        """Wire the sequence to its client, clock, reporter and random source (admission spread)."""
+        """Wire the sequence to its client, clock, reporter and random source (admission spread).
+
+        `runners`: the client of `runners-token` (None without one), for the pools' access reads.
+        """
         spread = rng or random.Random()  # spreads waits; not a secret
         self.seq = SequenceState(inputs, run, client, clock, reporter, spread)
         self.seq.result.candidates = list(inputs.pools.candidates)
@@ -93,6 +100,8 @@ class Coordinator:
         self._parent_confirmed = False
         self._started = clock.monotonic()  # this step's start: the job's end is counted from it
         self._job_end_read = False
+        self._runners = runners
+        self._access: PoolAccess | None = None  # made once the child's commit is known
 
     @property
     def result(self) -> Result:
@@ -148,8 +157,13 @@ class Coordinator:
                 attempt.ended_at = seq.clock.monotonic()
                 if over:
                     return
+        skipped = [(a.candidate, a.skip) for a in self.result.attempts if a.skip is not None]
+        if len(skipped) == len(candidates):
+            raise no_pool_error(skipped)
+        tried = len(candidates) - len(skipped)
+        also = f"; {len(skipped)} skipped before any dispatch" if skipped else ""
         raise QueuesExhausted(
-            f"all {len(candidates)} queue(s) exhausted: no runner was acquired in any candidate pool"
+            f"all {tried} queue(s) exhausted: no runner was acquired in any candidate pool{also}"
         )
 
     def _try(self, attempt: Attempt) -> bool:
@@ -174,7 +188,10 @@ class Coordinator:
         match step.next:
             case Next.ADMISSION:
                 return self._admitted(attempt)
+            case Next.ACCESS:
+                return access.check_access(seq, attempt, self._pool_access())
             case Next.DISPATCH:
+                job_time.check_dispatch(seq, attempt)  # after a quota wait: fit in the job, or stop
                 attempt.request_id = self._request_id(attempt.number)  # GitHub's time, just before
                 return dispatch.dispatch(seq, attempt)
             case Next.STARTUP:
@@ -234,12 +251,24 @@ class Coordinator:
                 seq.report.log(f"Before dispatching candidate {attempt.number}: {exc}")
                 yield from quota.admit(seq, attempt)  # it said 0 left: wait for the reset, or fail
             else:
-                job_time.check_dispatch(seq, attempt)  # after a quota wait: fit in the job, or stop
-                return PhaseResult(Next.DISPATCH)
+                return PhaseResult(Next.ACCESS)
         raise SequenceError(
             f"the API quota was still refused after {_ADMISSION_ROUNDS} waits for its reset; no "
             f"child was dispatched for candidate {attempt.number}"
         )
+
+    def _pool_access(self) -> PoolAccess:
+        """The sequence's one `PoolAccess`, made at the first ask: the preflight read the commit."""
+        if self._access is None:
+            seq = self.seq
+            self._access = PoolAccess(
+                None if self._runners is None else self._runners.runner_reads,
+                repository=seq.ctx.repository,
+                workflow=seq.inputs.workflow,
+                workflow_ref=seq.inputs.workflow_ref,
+                commit=seq.commit or None,
+            )
+        return self._access
 
     def _request_id(self, number: int) -> str:
         """A new request id; it states GitHub's time at its last reply, less the margin.

@@ -30,6 +30,7 @@ from runner_queue_fallback.action.sequence.facts import (
     RelistDone,
     RunnerOnJob,
     RunUnseen,
+    Skipped,
     Verdict,
 )
 from runner_queue_fallback.action.sequence.state import SequenceState
@@ -76,6 +77,8 @@ def _apply_to_attempt(seq: SequenceState, attempt: Attempt, fact: Fact) -> None:
     match fact:
         case Became(state):
             attempt.state = state
+        case Skipped(skip):
+            attempt.state, attempt.skip = AttemptState.SKIPPED, skip
         case DispatchSent(expected, at, waited):
             seq.expected = expected
             attempt.dispatched_at = at

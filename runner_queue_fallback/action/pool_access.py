@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final, Literal
 
+from runner_queue_fallback.action.attempts import AttemptState
 from runner_queue_fallback.action.runner_groups import (
     GROUP_NOT_FOUND,
     NEEDS_GROUPS,
@@ -61,7 +62,7 @@ SKIP_REASONS: Final[tuple[SkipReason, ...]] = (
     POLICY_OFF,
 )
 #: A skipped candidate's `outcome` in `attempts-json`.
-SKIPPED: Final = "skipped"
+SKIPPED: Final = AttemptState.SKIPPED.words()
 #: Why nothing is proven without `runners-token` (nothing is read, nothing is said).
 NOTHING_READ: Final = "no runners-token"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from runner_queue_fallback.action.attempts import Attempt, Result, outcome_of
+from runner_queue_fallback.action.pool_access import skipped_entry
 from runner_queue_fallback.action.timeline import timeline
 from runner_queue_fallback.core.actions_io import Reporter, escape_markdown, markdown_link
 from runner_queue_fallback.core.api_versions import OLDER
@@ -12,6 +13,7 @@ from runner_queue_fallback.core.hosted import BILLED_NOTE
 from runner_queue_fallback.core.outcome import (
     ERROR,
     FAILURE,
+    NO_POOL,
     NO_RUNNER,
     PHRASES,
     SUCCESS,
@@ -72,9 +74,11 @@ def log_link(label: str, url: str) -> str:
 
 
 def attempts_json(result: Result) -> str:
-    """One entry per dispatch: pool, run id, observed queue wait and outcome."""
+    """One entry per dispatch (pool, run id, observed queue wait, outcome), and per skip, in order."""
     entries = [
-        {
+        skipped_entry(a.candidate, a.skip)
+        if a.skip is not None
+        else {
             "attempt": a.number,
             "group": a.candidate.runner().get("group"),  # none: hosted, or any group
             "labels": a.candidate.runner().get("labels"),  # none: any runner of the group
@@ -85,7 +89,8 @@ def attempts_json(result: Result) -> str:
             "queued-seconds": None if a.queued_seconds is None else round(a.queued_seconds, 1),
             "outcome": a.outcome,
         }
-        for a in result.dispatched
+        for a in result.attempts
+        if a.sent or a.skip is not None
     ]
     return json.dumps(entries, separators=(",", ":"))
 
@@ -132,6 +137,7 @@ def summary_markdown(result: Result, server_url: str = "https://github.com") -> 
             f"{candidate.queue_minutes:g} min | {wait} | {child} | {escape_markdown(outcome)} |"
         )
     lines.append("")
+    lines += _skipped_lines(result)
     lines += _hosted_line(result)
     lines += _api_version_line(result)
     if result.error is not None:
@@ -172,11 +178,27 @@ def headline(result: Result) -> str:
             f"{word}: {PHRASES[word]}; no pool gave one before its queue deadline "
             "(each pool's wait is in the table)"
         )
+    if word == NO_POOL:
+        return (
+            f"{word}: {PHRASES[word]}; every candidate was skipped, none dispatched (each one's "
+            "reason and fix is below the table)"
+        )
     if word == ERROR:
         return escape_markdown(title(word, result.error))
     if word not in _WHERE_IT_RAN or last is None:
         return f"{word}: {PHRASES[word]}"
     return f"{word}: {_WHERE_IT_RAN[word].format(pool=escape_markdown(last.candidate.pool_text))}"
+
+
+def _skipped_lines(result: Result) -> list[str]:
+    """Each candidate skipped before its dispatch (`runners-token`): its reason and its fix."""
+    lines = [
+        f"**Skipped:** candidate {a.number} ({escape_markdown(a.candidate.pool_text)}), "
+        f"{a.skip.reason}: {escape_markdown(a.skip.detail)}"
+        for a in result.attempts
+        if a.skip is not None
+    ]
+    return lines + ([""] if lines else [])
 
 
 def _hosted_line(result: Result) -> list[str]:

@@ -47,12 +47,16 @@ def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) ->
     context = read_run_context(environ)
     token = inputs.token.get_secret_value()
     reporter.mask(token)
-    reporter.mask(inputs.runners_token.get_secret_value())  # not used by the coordinator yet
+    reporter.mask(inputs.runners_token.get_secret_value())  # only the pools' access reads
     _say_hosted(make_plan(inputs.pools), reporter)
     clock = ctx.clock_factory()
     client = ctx.client(context, token, clock, reporter, inputs.api_version)
+    runners = ctx.runners_client(context, inputs, clock, reporter)  # None without runners-token
     with signals_interrupt() as settle:
-        result = Coordinator(inputs, context, client, clock, reporter, rng=ctx.rng).run()
+        coordinator = Coordinator(
+            inputs, context, client, clock, reporter, rng=ctx.rng, runners=runners
+        )
+        result = coordinator.run()
         settle()  # a late signal must not cut the outputs and the summary short
         publish(result, reporter)
     stats = client.stats
@@ -61,6 +65,8 @@ def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) ->
         f"API requests: {stats.sent} sent, {stats.not_modified} answered 304 (free), "
         f"{stats.counted} counted against the rate limit{waited}"
     )
+    if runners is not None and runners.stats.sent:
+        reporter.log(f"runners-token: {runners.stats.sent} API requests sent (reads only)")
     return EXIT_OK if result.success else EXIT_FAILED
 
 

@@ -20,6 +20,7 @@ from runner_queue_fallback.action.attempts import AttemptState
 if TYPE_CHECKING:
     from runner_queue_fallback.action.cleanup import RunNameSearch
     from runner_queue_fallback.action.observe import Expected, Observation
+    from runner_queue_fallback.action.pool_access import Skip
     from runner_queue_fallback.core.errors import RQFError
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "RelistDone",
     "RunUnseen",
     "RunnerOnJob",
+    "Skipped",
     "Verdict",
 ]
 
@@ -73,6 +75,13 @@ class DefinitionRead:
 
     commit: str
     blob: str
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """The candidate's pool is proven unable to serve this workflow: it is not dispatched."""
+
+    skip: Skip
 
 
 @dataclass(frozen=True)
@@ -217,6 +226,7 @@ Fact = (
     JobEnd
     | AdmissionWaited
     | DefinitionRead
+    | Skipped
     | DispatchSent
     | DispatchRefused
     | RunUnseen
@@ -245,6 +255,8 @@ class Next(enum.Enum):
 
     #: the parent check, the job's end, admission, the preflight and the fit in the job
     ADMISSION = enum.auto()
+    #: with `runners-token`: is the candidate's pool proven unable to serve this workflow?
+    ACCESS = enum.auto()
     DISPATCH = enum.auto()
     STARTUP = enum.auto()
     QUEUE = enum.auto()
