@@ -274,6 +274,39 @@ COORDINATOR: Final = table(
             "token. Blank: those reads are not made."
         ),
     ),
+    Input(
+        "app-id",
+        rule="app-id",
+        flag="a GitHub App's ID or client ID; its key comes from INPUT_APP-PRIVATE-KEY",
+        omitted="default: none, token is used",
+        description=(
+            "Optional GitHub App ID (or client ID). With app-private-key, the coordinator mints "
+            "the App's installation token for this repository only (Actions read and write, "
+            "Contents read) and uses it for every request in place of token, minting a fresh one "
+            "before each expires: the installation has its own API quota, apart from the "
+            "repository's GITHUB_TOKEN. The post step mints its own. Blank: token is used."
+        ),
+    ),
+    Input(
+        "app-private-key",
+        rule="app-private-key",
+        secret=True,
+        description=(
+            "The GitHub App's private key (PEM), passed from a secret such as "
+            "secrets.APP_PRIVATE_KEY. Needed with app-id. Never printed, saved or sent to the "
+            "child."
+        ),
+    ),
+    Input(
+        "app-installation-id",
+        rule="positive-whole-number",
+        flag="the App's installation ID",
+        omitted="default: looked up for this repository",
+        description=(
+            "Optional ID of the App's installation that reaches this repository. Blank: looked "
+            "up with the App's JWT (GET /repos/{owner}/{repo}/installation)."
+        ),
+    ),
 )
 
 #: Every guard input, in the order of guard/action.yml and guard/docker/action.yml: five
