@@ -42,7 +42,8 @@ class Input:
     flag: str | None = None
     #: the help's parenthesis for an input without a default: what omitting it means
     omitted: str = "default: none"
-    #: what `lint` validates in place of a missing value or an expression
+    #: what `lint` validates in place of a missing value or an expression (of an input that is
+    #: not needed: only when the step sets it)
     stand_in: str | None = None
 
     @property
@@ -279,6 +280,7 @@ COORDINATOR: Final = table(
         rule="app-id",
         flag="a GitHub App's ID or client ID; its key comes from INPUT_APP-PRIVATE-KEY",
         omitted="default: none, token is used",
+        stand_in="1",
         description=(
             "Optional GitHub App ID (or client ID). With app-private-key, the coordinator mints "
             "the App's installation token for this repository only (Actions read and write, "
@@ -291,6 +293,7 @@ COORDINATOR: Final = table(
         "app-private-key",
         rule="app-private-key",
         secret=True,
+        stand_in="-----BEGIN RSA PRIVATE KEY----- (stand-in)",
         description=(
             "The GitHub App's private key (PEM), passed from a secret such as "
             "secrets.APP_PRIVATE_KEY. Needed with app-id. Never printed, saved or sent to the "
@@ -302,6 +305,7 @@ COORDINATOR: Final = table(
         rule="positive-whole-number",
         flag="the App's installation ID",
         omitted="default: looked up for this repository",
+        stand_in="1",
         description=(
             "Optional ID of the App's installation that reaches this repository. Blank: looked "
             "up with the App's JWT (GET /repos/{owner}/{repo}/installation)."

@@ -663,11 +663,20 @@ class FakeGitHub(ActionsModel):
         outcome = self.dispatch(file, data["ref"], inputs)
         if isinstance(outcome, DispatchRefused):
             return outcome.status, error(outcome.message, outcome.status)
+        outcome.actor = self._bot(request)
         if request.version == "2022-11-28" and data.get("return_run_details") is not True:
             return 204, None  # 2022-11-28 says nothing about the run unless asked to
         run_url = f"{self.render.repo_api}/actions/runs/{outcome.id}"
         html_url = f"{self.server_url}/{self.repository}/actions/runs/{outcome.id}"
         return 200, {"workflow_run_id": outcome.id, "run_url": run_url, "html_url": html_url}
+
+    def _bot(self, request: _Request) -> str | None:
+        """The App's bot when an installation token sent `request` (github-api.md 14), else None."""
+        authorization = request.headers.get("authorization")
+        if self.apps is None or self._credential(authorization)[1] != "minted":
+            return None
+        minted = self.apps.minted((authorization or "").split(" ", 1)[-1].strip())
+        return None if minted is None else f"{minted.installation.app.slug}[bot]"
 
     def _get_run(self, request: _Request, run_id: str, n: str | None = None) -> _Served:
         del request
@@ -701,6 +710,7 @@ class FakeGitHub(ActionsModel):
             and self.visible_run(r.id)
             and self.now() >= r.visible_at + self.timings.listing_delay
             and params.get("event", r.event) == r.event
+            and params.get("actor", self.render.actor_login(r)) == self.render.actor_login(r)
             and self._created_ok(r, params.get("created"))
         ]
         runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)

@@ -161,8 +161,9 @@ def _load_key(pem: str) -> Any:
 class AppJwt:
     """The App's JWT as a `TokenSource`: signed anew before it expires and after a 401."""
 
-    #: A refused JWT is signed anew (on GitHub's clock).
-    renews = True
+    #: A refused JWT is signed anew (on GitHub's clock), but the request is sent once more by
+    #: `AppTokenSource._with_fresh_jwt`, not by the transport: a mint is no dispatch to repeat.
+    renews = False
 
     def __init__(self, credentials: AppCredentials, clock: Clock) -> None:
         """Sign with `credentials` on `clock` (corrected by `learn_server_date` after a 401)."""
