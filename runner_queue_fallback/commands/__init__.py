@@ -98,16 +98,19 @@ class Context:
         masked before it is used, and no step saves either.
 
         Raises:
-            InputError: an App input is malformed (the key's value is never repeated).
+            InputErrors: an App input is malformed (the key's value is never repeated).
 
         """
         # App credentials load PyJWT and cryptography: only a step given them pays for that.
         from runner_queue_fallback.github.app_token import AppCredentials, AppTokenSource  # noqa: PLC0415
 
-        for line in (app.private_key, *app.private_key.splitlines()):
-            if line.strip() and not line.strip().startswith("-----"):
-                reporter.mask(line.strip())
-        credentials = AppCredentials.read(app.app_id, app.private_key, app.installation_id)
+        reporter.mask(app.private_key)  # before it is read: then each line of it (`secrets`)
+        from runner_queue_fallback.core.errors import InputError, InputErrors  # noqa: PLC0415
+
+        try:
+            credentials = AppCredentials.read(app.app_id, app.private_key, app.installation_id)
+        except InputError as exc:  # a bad input, said as every other one is (exit 2)
+            raise InputErrors([exc]) from None
         for secret in credentials.secrets():
             reporter.mask(secret)
         return AppTokenSource(
