@@ -384,9 +384,18 @@ class FakeGitHub(ActionsModel):
             (advance or self.clock.sleep)(self.timings.latency)
         return reply
 
+    def alias_client(self, token: str, party: str) -> None:
+        """The ledger numbers `token`'s requests as `party`'s: one party holding several tokens.
+
+        An App's installation tokens are renewed within one step; a bench counts them as the
+        step's own (`party`: a token that stands for the step, sent or not).
+        """
+        number = self._clients.setdefault(_digest(party), len(self._clients))
+        self._clients[_digest(token)] = number
+
     def client_number(self, token: str) -> int | None:
         """The ledger's number for the client that sent `token`; None if it sent nothing."""
-        return self._clients.get(hashlib.sha256(token.encode()).hexdigest())
+        return self._clients.get(_digest(token))
 
     def _client(self, authorization: str | None) -> int | None:
         if not authorization:
@@ -394,8 +403,7 @@ class FakeGitHub(ActionsModel):
         number = self._authorizations.get(authorization)
         if number is None:  # a token is hashed once, not on every request it sends
             token = authorization.split(" ", 1)[-1].strip()
-            digest = hashlib.sha256(token.encode()).hexdigest()
-            number = self._clients.setdefault(digest, len(self._clients))
+            number = self._clients.setdefault(_digest(token), len(self._clients))
             self._authorizations[authorization] = number
         return number
 
@@ -803,6 +811,11 @@ class FakeGitHub(ActionsModel):
 
 
 _FAULT_LIMITS = {"primary_rate_limit": "primary", "secondary_rate_limit": "secondary"}
+
+
+def _digest(token: str) -> str:
+    """How the ledger knows a token without keeping it."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:
