@@ -1398,6 +1398,15 @@ def test_app_credentials_from_secrets_alone_are_quiet(tmp_path):
     assert _with_app(tmp_path, literal + key) == []
 
 
+def test_rqf202_asks_nothing_of_the_jobs_token_when_the_app_does_the_work(tmp_path):
+    read_only = ("c", "      actions: write\n", "      actions: read\n")
+    app = _add("c", "          runner-type: cpu\n", APP_LINES)
+    _write_pair(tmp_path, [read_only, app])
+    assert lint_files(tmp_path / FILES["c"]).findings == []
+    _write_pair(tmp_path, [read_only])
+    assert [f.rule for f in lint_files(tmp_path / FILES["c"]).findings] == ["RQF202"]
+
+
 def test_rqf223_flags_an_explicit_token_beside_the_app_and_only_then(tmp_path):
     (finding,) = _with_app(tmp_path, APP_LINES + "          token: ${{ secrets.PAT }}\n")
     assert (finding.rule, finding.level) == ("RQF223", "warning")

@@ -112,7 +112,8 @@ _RULES = (
     Rule(
         "RQF202",
         "error",
-        "coordinator: job permissions include `actions: write` and `contents: read`",
+        "coordinator: job permissions include `actions: write` and `contents: read` (without an "
+        "App's credentials)",
     ),
     Rule(
         "RQF203",

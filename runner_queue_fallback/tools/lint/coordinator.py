@@ -515,6 +515,9 @@ def _runner(step: CoordinatorStep, report: Findings) -> None:
 
 
 def _permissions(step: CoordinatorStep, report: Findings) -> None:
+    """RQF202; with App credentials the App's token does the coordinator's work, not the job's."""
+    if step.text("app-id"):
+        return
     job_level = step.job.get("permissions")
     node = job_level if job_level is not None else step.workflow.root.get("permissions")
     value = permissions_of(node)
