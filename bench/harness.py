@@ -20,7 +20,7 @@ child's token) when a runner starts it: its reads (own run, parent, the run sear
 count against the repository's quota like any other, and a spent quota makes it refuse the
 workload (it fails closed). Without, the fake's guard step just passes after 2 s, sending nothing.
 
-Long (880 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
+Long (959 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
 per-coordinator records share one virtual clock and one world.
 """
 

@@ -31,7 +31,7 @@ coordinator for no reason the specification gives (bench/losses.py), and apart f
 cancelled at their job's timeout during a quota wait the coordinator had warned of; what the
 guards sent and how often they refused for a spent quota; each role's job `timeout-minutes`.
 
-Long (431 lines) because the sweep's loads, its loss and guard columns and their table are one
+Long (475 lines) because the sweep's loads, its loss and guard columns and their table are one
 measurement read together.
 """
 

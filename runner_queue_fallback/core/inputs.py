@@ -4,7 +4,7 @@ A Docker action gets each input as `INPUT_<NAME>` with the name upper-cased and 
 (`INPUT_SOURCE-REF`); a blank value means the input was omitted. Every error names the input as
 spelled in action.yml, shows what was given (never the token) and what is allowed.
 
-Long (646 lines) because every input rule of the specification, with its error text and
+Long (732 lines) because every input rule of the specification, with its error text and
 suggestions, validated in one model so errors are collected per input.
 """
 

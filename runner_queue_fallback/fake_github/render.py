@@ -1,6 +1,6 @@
 """GitHub's 2026-03-10 JSON shapes for the model's objects (checked against the official models).
 
-Long (423 lines) because every object the fake serves (runs, jobs, refs, tags, files, comparisons)
+Long (444 lines) because every object the fake serves (runs, jobs, refs, tags, files, comparisons)
 is written with the same repository URLs, clock and shared user and repository.
 """
 

@@ -20,7 +20,7 @@ answered 304 (GitHub only implies that an unchanged resource keeps its ETag; thi
 where it does not). GitHub Apps (`add_app`, `install_app`; `fake_github/apps.py`) mint
 installation tokens that expire after an hour of virtual time.
 
-Long (800 lines) because the REST surface of the fake (routing, ETags, quota buckets, credentials,
+Long (825 lines) because the REST surface of the fake (routing, ETags, quota buckets, credentials,
 faults) over one model.
 """
 

@@ -1,6 +1,6 @@
 """Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust.
 
-Long (642 lines) because one rule per function for the coordinator step, and the timeout rules that
+Long (663 lines) because one rule per function for the coordinator step, and the timeout rules that
 replay `plan`.
 """
 
