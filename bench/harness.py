@@ -17,10 +17,12 @@ Each such coordinator knows its job as on a runner (`GITHUB_WORKFLOW_REF`, `GITH
 
 With `guards`, each child's first step runs the real guard (`cli.main(["guard"])`, with the
 child's token) when a runner starts it: its reads (own run, parent, the run search, source ref)
-count against the repository's quota like any other, and a spent quota makes it refuse the
-workload (it fails closed). Without, the fake's guard step just passes after 2 s, sending nothing.
+count against the repository's quota like any other; a spent quota makes it wait for a reset
+within its `guard-quota-wait-minutes` (`guard_wait`: that input; None, its default) and refuse the
+workload otherwise (it fails closed). Without, the fake's guard step just passes after 2 s, sending
+nothing.
 
-Long (959 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
+Long (979 lines) because one fleet run: lanes, the runner participant, guards on the quota and the
 per-coordinator records share one virtual clock and one world.
 """
 
@@ -37,7 +39,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -65,8 +67,10 @@ from runner_queue_fallback.fake_github import (
     SecondaryLimits,
     Timings,
     VirtualClock,
+    WorkerContext,
 )
 from runner_queue_fallback.fake_github.apps import AppKeys, FakeInstallation, generate_app_keys
+from runner_queue_fallback.fake_github.hooks import WorkerHook
 from runner_queue_fallback.fake_github.model import Workload
 from runner_queue_fallback.fake_github.world import API_VERSIONS, QUOTA_WINDOW
 from runner_queue_fallback.github.app_token import AppCredentials, AppTokenSource
@@ -405,6 +409,8 @@ class Trial:
     guard_client: int | None = None
     #: the App installation's bucket the coordinators spent (None: the repository's, `quota`)
     coordinator_quota: int | None = None
+    #: the guards' `guard-quota-wait-minutes` as they read it (None: the input's default)
+    guard_wait: int | None = None
 
     @property
     def totals(self) -> LedgerTotals:
@@ -438,6 +444,7 @@ def simulate(
     jobs: JobLimits | None = None,
     api_versions: frozenset[str] = API_VERSIONS,
     guards: bool = False,
+    guard_wait: int | None = None,
     quota_spent_at: Sequence[float] = (),
     coordinator_quota: int | None = None,
 ) -> Trial:
@@ -446,7 +453,8 @@ def simulate(
     `etags` overrides the variant's world (`VARIANT_ETAGS`); `secondary` turns the fake's
     secondary limits on; `jobs` runs each coordinator as a job (timeout, post step);
     `api_versions=OLDER_SERVER`: an older GitHub Enterprise Server (the older contract);
-    `guards`: each child runs the real guard, on the repository's quota; `quota_spent_at`:
+    `guards`: each child runs the real guard, on the repository's quota, with `guard_wait` as its
+    `guard-quota-wait-minutes` (None: the input's default); `quota_spent_at`:
     other workflows of the repository spend its whole quota at these virtual seconds;
     `coordinator_quota`: the coordinators (main and post steps) mint a GitHub App's installation
     tokens and spend that installation's bucket of this many an hour, while `quota` stays the
@@ -468,7 +476,8 @@ def simulate(
     app = None if coordinator_quota is None else _install_app(world, variant, coordinator_quota)
     guard_logs: list[GuardLog] = []
     if guards:
-        world.on_worker_start = guard_hook(world, clock, [], main=cli.main, stamped=guard_logs)
+        hook = guard_hook(world, clock, [], main=cli.main, stamped=guard_logs)
+        world.on_worker_start = hook if guard_wait is None else _with_guard_wait(hook, guard_wait)
     profiles = load_profiles()
     ends: list[float] = [0.0] * len(specs)
     starts: list[float] = [spec.start for spec in specs]
@@ -516,7 +525,18 @@ def simulate(
         guard_logs=guard_logs,
         guard_client=world.client_number(world.worker_token),
         coordinator_quota=coordinator_quota,
+        guard_wait=guard_wait,
     )
+
+
+def _with_guard_wait(hook: WorkerHook, minutes: int) -> WorkerHook:
+    """The guard hook with `guard-quota-wait-minutes` set in the step's environment."""
+    name = env_name("guard-quota-wait-minutes")
+
+    def run(context: WorkerContext) -> bool:
+        return hook(replace(context, environ={**context.environ, name: str(minutes)}))
+
+    return run
 
 
 @dataclass(frozen=True)

@@ -321,15 +321,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="children pass their guard step without a request (the sweep before issue 27)",
     )
+    sweep.add_argument(
+        "--guard-wait",
+        type=_minutes,
+        default=None,
+        metavar="MINUTES",
+        help="the guards' guard-quota-wait-minutes (default: the input's, 10; 0: fail closed)",
+    )
     args = parser.parse_args(argv)
     if args.load_sweep:
         return _load_sweep(args)
     sweeps = ("quota", "coordinator_quota", "lanes", "baseline_lanes")
     given = [a for a in sweeps if getattr(args, a) is not None]
-    if given or args.etags != "both" or args.no_guards:
+    if given or args.etags != "both" or args.no_guards or args.guard_wait is not None:
         parser.error(
-            "--quota, --coordinator-quota, --lanes, --baseline-lanes, --etags and --no-guards "
-            "need --load-sweep"
+            "--quota, --coordinator-quota, --lanes, --baseline-lanes, --etags, --no-guards and "
+            "--guard-wait need --load-sweep"
         )
     settings = Settings.make(quick=args.quick, latency=args.latency, max_n=args.max_n)
     results = run_bench(settings, log=lambda line: print(line, flush=True))
@@ -357,6 +364,8 @@ def _load_sweep(args: argparse.Namespace) -> int:
         settings = replace(settings, guards=False)
     if args.coordinator_quota is not None:
         settings = replace(settings, coordinator_quota=args.coordinator_quota)
+    if args.guard_wait is not None:
+        settings = replace(settings, guard_wait=args.guard_wait)
     print("load sweep (realistic mix at fixed loads; every coordinator run as a job):", flush=True)
     results = sweep.run_sweep(settings, log=lambda line: print(line, flush=True))
     print()
@@ -376,6 +385,13 @@ def _positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
     return value
+
+
+def _minutes(text: str) -> int:
+    """A whole number of minutes, 0 or more (argparse type)."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"expected a whole number of minutes, got {text!r}")
+    return int(text)
 
 
 def _lanes(text: str) -> tuple[int, ...]:

@@ -4,6 +4,7 @@
     .venv/bin/python -m bench --load-sweep --quick    # small loads, short horizons, a 100-request quota
     .venv/bin/python -m bench --load-sweep --quota 250   # the same mix on 250 an hour: 22-66 lanes
     .venv/bin/python -m bench --load-sweep --quota 250 --lanes 44,66 --baseline-lanes= --etags stable
+    .venv/bin/python -m bench --load-sweep --lanes 132 --baseline-lanes= --etags stable --guard-wait 0
     .venv/bin/python -m bench --load-sweep --quota 1000 --coordinator-quota 5000 --lanes 264 \
         --baseline-lanes= --etags stable   # coordinators on a GitHub App's 5,000, guards on 1,000
 
@@ -13,7 +14,8 @@ as the runner runs its job (`bench.harness.JobLimits`): cancelled at the `timeou
 `plan` computes for its inputs, then its post step, cut off 5 minutes after the job's
 cancellation. The fake GitHub applies the primary quota and the documented secondary limits
 (`runner_queue_fallback.fake_github.limits`). Each child runs the real guard as its first step, on the
-same quota (it refuses the workload when the quota is spent: it fails closed). Every load runs
+same quota: when the quota is spent it waits for a reset within its `guard-quota-wait-minutes`
+(`--guard-wait`; 0: none) and refuses the workload otherwise (it fails closed). Every load runs
 twice: with ETags that hold while a resource is unchanged, and with ETags that change on every
 read. `--quota N` runs the same sweep on a quota of N an hour, its loads scaled by N / 1,000
 (N / 100 with `--quick`), so that each load is the same multiple of the saturating one.
@@ -29,14 +31,17 @@ lateness, requests sent and counted, rate-limit replies, the peak counted in one
 the peak secondary-limit points in one minute; started workloads cancelled by their own
 coordinator for no reason the specification gives (bench/losses.py), and apart from them those
 cancelled at their job's timeout during a quota wait the coordinator had warned of; what the
-guards sent and how often they refused for a spent quota; each role's job `timeout-minutes`.
+guards sent, how many waited for a reset, how many refused for a spent quota, and of those how
+many with the reset (read from the fake's ledger) within their wait; each role's job
+`timeout-minutes`.
 
-Long (475 lines) because the sweep's loads, its loss and guard columns and their table are one
+Long (571 lines) because the sweep's loads, its loss and guard columns and their table are one
 measurement read together.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import platform
 import re
@@ -48,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import (
-    QUOTA_WINDOW,
     CoordinatorRecord,
     JobLimits,
     Trial,
@@ -59,14 +63,19 @@ from bench.harness import (
 from bench.losses import REASONS
 from bench.metrics import peak_window, precision
 from bench.mix import Settings, mix_specs
+from runner_queue_fallback.core.input_table import GUARD
 from runner_queue_fallback.fake_github import ETagPolicy, LedgerEntry, SecondaryLimits
+from runner_queue_fallback.fake_github.world import QUOTA_WINDOW
 
 __all__ = [
     "DEFAULT_SWEEP_OUT",
     "SweepSettings",
     "admission_waits",
+    "guard_figures",
+    "held_behind",
     "load_figures",
     "peak_points_per_minute",
+    "quota_resets",
     "render_sweep",
     "run_load",
     "run_sweep",
@@ -75,6 +84,8 @@ __all__ = [
 
 DEFAULT_SWEEP_OUT = Path(__file__).resolve().parent / "results" / "sweep.json"
 ETAG_WORLDS: tuple[ETagPolicy, ...] = ("stable", "every-read")
+#: The guards' `guard-quota-wait-minutes` when the sweep sets none: the input's default.
+DEFAULT_GUARD_WAIT = int(GUARD["guard-quota-wait-minutes"].default or 0)
 POINTS_WINDOW = 60.0
 
 
@@ -93,6 +104,8 @@ class SweepSettings:
     #: the coordinators on a GitHub App installation's bucket of this many an hour (None: on the
     #: repository's, `mix.quota`, with the guards)
     coordinator_quota: int | None = None
+    #: the guards' `guard-quota-wait-minutes` (None: the input's default; 0: no wait, as before)
+    guard_wait: int | None = None
 
     @classmethod
     def make(cls, *, quick: bool, latency: float = 0.25, quota: int | None = None) -> SweepSettings:
@@ -133,6 +146,7 @@ class SweepSettings:
             "etag_worlds": list(self.etag_worlds),
             "guards": self.guards,
             "coordinator_quota": self.coordinator_quota,
+            "guard_wait": self.guard_wait,
         }
 
 
@@ -229,22 +243,92 @@ SAMPLES = 5
 #: What a guard prints when it refuses because the quota is spent (it fails closed and says so).
 _GUARD_REFUSED = "REFUSED the workload"
 _QUOTA_WORDS = re.compile(r"rate limit|quota", re.IGNORECASE)
+#: The notice a guard prints before it waits for a spent quota's reset.
+_GUARD_WAITS = "title=Guard waiting for API quota::"
 
 
 def guard_figures(trial: Trial) -> dict[str, Any]:
-    """The guards' steps: how many ran, refused, refused for a spent quota; what they sent."""
+    """The guards' steps: how many ran, waited, refused, refused for a spent quota; what they sent.
+
+    `guards_waited`: guards that waited for a spent quota's reset, by their own notice or held:
+    the fake runs one guard at a time, so a guard that starts while another waits for the reset
+    is run after that one, past the reset (it would have met the spent quota and waited for the
+    same reset). `guards_refused_quota_within_wait`: refusals for a spent quota whose reset, as
+    the fake's ledger has it (not as the guard said), came within the guard's
+    `guard-quota-wait-minutes`.
+    """
     logs = ["\n".join(line for _, line in g.lines) for g in trial.guard_logs]
     refused = [log for log in logs if _GUARD_REFUSED in log]
     entries = [e for e in trial.ledger if e.client is not None and e.client == trial.guard_client]
     totals = ledger_totals(entries)
+    wait = DEFAULT_GUARD_WAIT if trial.guard_wait is None else trial.guard_wait
+    resets = quota_resets(trial.ledger)
+    started = {h.run_id: h.started_at for h in trial.history}
+    waits = [_wait_of(g.lines) for g in trial.guard_logs]
+    spans = [span for span in waits if span is not None]
+    waited = [
+        span is not None or held_behind(spans, started.get(g.run_id), g.lines)
+        for g, span in zip(trial.guard_logs, waits, strict=True)
+    ]
+    near = [
+        g
+        for g, log in zip(trial.guard_logs, logs, strict=True)
+        if _GUARD_REFUSED in log
+        and _QUOTA_WORDS.search(log)
+        and g.lines
+        and _reset_within(resets, g.lines[-1][0], wait * 60.0)
+    ]
     return {
         "guards": len(logs),
+        "guards_waited": sum(waited),
+        "guards_waited_own": sum(1 for log in logs if _GUARD_WAITS in log),
         "guards_refused": len(refused),
         "guards_refused_quota": sum(1 for log in refused if _QUOTA_WORDS.search(log)),
+        "guards_refused_quota_within_wait": len(near),
+        "guard_wait_minutes": wait,
         "guard_sent": totals.sent,
         "guard_counted": totals.counted,
+        "guard_counted_per_guard": totals.counted / len(logs) if logs else None,
         "guard_rate_limited": totals.rate_limited,
     }
+
+
+def quota_resets(ledger: Sequence[LedgerEntry]) -> list[float]:
+    """The end of each quota window, as the fake counts them.
+
+    A window opens at the first counted request after the last one closed, and lasts an hour.
+    """
+    ends: list[float] = []
+    for entry in ledger:
+        if entry.counted and (not ends or entry.time >= ends[-1]):
+            ends.append(entry.time + QUOTA_WINDOW)
+    return ends
+
+
+def _wait_of(lines: Sequence[tuple[float, str]]) -> tuple[float, float] | None:
+    """When a guard's own wait for the reset began and ended (its notice, its next line)."""
+    for (at, line), after in itertools.pairwise(lines):
+        if _GUARD_WAITS in line:
+            return at, after[0]
+    return None
+
+
+def held_behind(
+    waits: Sequence[tuple[float, float]],
+    started: float | None,
+    lines: Sequence[tuple[float, str]],
+) -> bool:
+    """Whether a guard started during another's wait for the reset and first printed after it."""
+    if started is None or not lines:
+        return False
+    first = lines[0][0]
+    return any(begun <= started < ended <= first for begun, ended in waits)
+
+
+def _reset_within(resets: Sequence[float], at: float, seconds: float) -> bool:
+    """Whether the window open at `at` resets within `seconds` of it (and a 1 s margin)."""
+    ahead = [end for end in resets if end - QUOTA_WINDOW <= at < end]
+    return bool(ahead) and ahead[0] - at <= seconds + 1.0
 
 
 def job_timeouts(records: Sequence[CoordinatorRecord]) -> dict[str, list[float]]:
@@ -325,6 +409,7 @@ def run_load(settings: SweepSettings, coordinator: Variant, lanes: int, etags: E
         jobs=settings.jobs,
         guards=settings.guards,
         coordinator_quota=settings.coordinator_quota,
+        guard_wait=settings.guard_wait,
     )
 
 
@@ -380,7 +465,10 @@ _COLUMNS: tuple[tuple[str, int, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("peak/h", 11, _peaks),
     ("pts/min", 8, lambda r: r["peak_points_per_minute"]),
     ("guard cnt", 10, lambda r: r["guard_counted"]),
+    ("cnt/g", 6, lambda r: r.get("guard_counted_per_guard")),
+    ("g-wait", 7, lambda r: r.get("guards_waited")),
     ("g-quota", 8, lambda r: r["guards_refused_quota"]),
+    ("g-near", 7, lambda r: r.get("guards_refused_quota_within_wait")),
 )
 _LEGEND = (
     "runs: coordinators (lanes x 2); well: ended well; clean: failed with no child left; "
@@ -396,8 +484,12 @@ _LEGEND = (
     "secondary limits; peak/h: most counted in one quota window (with an App: the installation's "
     "/ the repository's); pts/min: most secondary-limit "
     "points in one minute; guard cnt: the guards' counted requests (own run, parent, run "
-    "search, source), on the same quota; g-quota: guards that refused the workload because "
-    "the quota was spent (a guard fails closed, and says so)"
+    "search, source, own job), on the same quota; cnt/g: per guard; g-wait: guards that waited "
+    "for a spent quota's reset (guard-quota-wait-minutes), then ran every check again (or, the "
+    "fake running one guard at a time, were held past the reset behind one that did); g-quota: "
+    "guards that refused the workload because the quota was spent (a guard fails closed, and "
+    "says so); g-near: of those, the ones whose reset (from the fake's ledger) came within "
+    "their wait"
 )
 
 
@@ -413,7 +505,11 @@ def render_sweep(results: Mapping[str, Any]) -> str:
         f"{secondary['concurrent']} concurrent"
     )
     mode = "QUICK (short horizons)" if settings["quick"] else "full"
-    guards = "real guards on the quota" if settings.get("guards") else "no guard requests"
+    guards = "no guard requests"
+    if settings.get("guards"):
+        wait = settings.get("guard_wait")
+        wait = DEFAULT_GUARD_WAIT if wait is None else wait
+        guards = f"real guards on the quota (guard-quota-wait-minutes {wait})"
     app = settings.get("coordinator_quota")
     where = (
         f"coordinators on a GitHub App installation's {app}/h, guards on the repository's "

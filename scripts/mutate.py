@@ -35,7 +35,7 @@ How it works:
    total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
    module was refused or is under `--min-score` (killed / (total - equivalent)).
 
-Long (1065 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
+Long (1070 lines) because a self-contained runner (sites, self-check, map, fork, results, report)
 run as one script.
 """
 
@@ -107,6 +107,7 @@ MAP_TESTS = (
     "tests/test_github_client.py",
     "tests/test_guard.py",
     "tests/test_guard_parent_ref.py",
+    "tests/test_guard_quota_wait.py",
     "tests/test_guard_runner.py",
     "tests/test_hand_off.py",
     "tests/test_hosted.py",
@@ -122,6 +123,7 @@ MAP_TESTS = (
     "tests/test_parent.py",
     "tests/test_plan.py",
     "tests/test_platform.py",
+    "tests/test_pool_access.py",
     "tests/test_post_step.py",
     "tests/test_preflight.py",
     "tests/test_queue.py",
@@ -175,6 +177,7 @@ UNMAPPED_TESTS = (
     "tests/test_sim_faults.py",
     "tests/test_sim_fidelity.py",
     "tests/test_sim_limits.py",
+    "tests/test_sim_runner_groups.py",
     "tests/test_sim_scenario.py",
     "tests/test_sim_schema.py",
     "tests/test_sim_support.py",

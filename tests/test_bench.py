@@ -24,6 +24,7 @@ from bench.harness import (
     StepClock,
     StepKilled,
     TimedFakeGitHub,
+    Trial,
     build_coordinator,
     simulate,
 )
@@ -47,8 +48,11 @@ from bench.run import main
 from bench.sweep import (
     SweepSettings,
     admission_waits,
+    guard_figures,
+    held_behind,
     load_figures,
     peak_points_per_minute,
+    quota_resets,
     render_sweep,
     run_sweep,
 )
@@ -633,6 +637,60 @@ def test_guards_read_on_the_repositorys_quota_and_refuse_when_it_is_spent():
     text = "\n".join(line for _, line in log.lines)
     assert "API rate limit exceeded" in text
     assert "the workload is blocked" in text
+
+
+def runner_frees_at(seconds: float) -> CoordinatorSpec:
+    """A coordinator queued in a 60-minute queue whose runner frees at `seconds`."""
+    pool = PoolSpec(CPU16, 60, busy_for=seconds, workload_seconds=60)
+    return CoordinatorSpec("queued", (pool,), 0.0, 30)
+
+
+def test_a_guard_waits_for_a_near_reset_and_the_sweep_says_so():
+    # The quota's window opens with the first request, at 0 s; other workflows spend it at
+    # 3,000 s; the runner frees at 3,300 s: the guard meets a quota that resets in 5 minutes.
+    def run(guard_wait: int | None) -> Trial:
+        return simulate(
+            "ours",
+            [runner_frees_at(3300.0)],
+            jobs=JobLimits(),
+            guards=True,
+            guard_wait=guard_wait,
+            quota_spent_at=(3000.0,),
+        )
+
+    waited = run(None)  # the input's default, 10 minutes
+    figures = load_figures(waited)
+    assert waited.records[0].success, waited.records[0].error
+    assert (figures["guards_waited"], figures["guards_waited_own"]) == (1, 1)
+    assert figures["guards_refused_quota"] == 0
+    assert figures["guards_refused_quota_within_wait"] == 0
+    assert figures["guard_counted_per_guard"] == figures["guard_counted"]  # one guard
+    assert figures["started_cancelled_without_reason"] == 0
+    # 0: the guard fails closed as before; judged with a 10-minute wait, the sweep's g-near
+    # (the reset from the fake's ledger, not the guard's word) names that refusal
+    refused = run(0)
+    assert not refused.records[0].success
+    assert load_figures(refused)["guards_refused_quota"] == 1
+    assert load_figures(refused)["guards_refused_quota_within_wait"] == 0
+    assert guard_figures(replace(refused, guard_wait=10))["guards_refused_quota_within_wait"] == 1
+    assert guard_figures(replace(refused, guard_wait=4))["guards_refused_quota_within_wait"] == 0
+
+
+def test_quota_resets_follow_the_fakes_windows():
+    def counted(at: float) -> LedgerEntry:
+        return LedgerEntry(1, at, "GET", "/x", "", 200, counted=True, client=1, request_id="id")
+
+    ledger = [counted(10.0), counted(3000.0), counted(3610.0), counted(9000.0)]
+    assert quota_resets(ledger) == [3610.0, 7210.0, 12600.0]
+
+
+def test_a_guard_held_behind_a_waiting_one_counts_as_waiting():
+    # the fake runs one guard at a time: one that starts while another waits runs after it
+    waiting = [(3300.0, 3601.0)]  # another guard's notice, and its next line
+    assert held_behind(waiting, 3400.0, [(3601.5, "Guard: ...")])
+    assert not held_behind(waiting, 3400.0, [(3400.0, "Guard: ...")])  # ran at its start
+    assert not held_behind(waiting, 3200.0, [(3601.5, "Guard: ...")])  # held by something else
+    assert not held_behind(waiting, None, [(3601.5, "Guard: ...")])
 
 
 def test_without_guards_the_child_passes_its_guard_step_sending_nothing():

@@ -277,6 +277,7 @@ def _with(world: FakeGitHub) -> dict[str, str]:
         "source-sha": world.refs["heads/feature"],
         "coordinator-workflow": COORDINATOR_WORKFLOW,
         "coordinator-ref": "refs/heads/main",
+        "guard-quota-wait-minutes": "10",  # the runner fills in the default
         "api-version": "auto",  # not in the example's with: the runner fills in the default
         "token": TOKEN,
     }
@@ -418,6 +419,7 @@ def test_both_forms_read_every_input(served, tmp_path, form, name):
         "source-sha": "f" * 40,
         "coordinator-workflow": "ci.yml",  # the parent is a run of another workflow
         "coordinator-ref": "refs/heads/other",  # the parent ran from main
+        "guard-quota-wait-minutes": "61",  # more than an hour: refused before any request
         "api-version": "2024-01-01",  # not a version the input allows: refused before any request
         "token": "",  # blank: the input is missing
     }

@@ -39,6 +39,7 @@ COORDINATOR_USES = f"      - uses: acme/runner-queue-fallback@{SHA}\n"
 ON_DISPATCH = "on:\n  workflow_dispatch:"
 PINNED = "          source-policy: pinned-after-start\n"
 HOSTED_LAST_RESORT = "          hosted-last-resort: ubuntu-24.04\n"
+QUOTA_WAIT = "          guard-quota-wait-minutes: {}\n"
 
 
 def _add(key: str, after: str, added: str) -> tuple[str, str, str]:
@@ -282,6 +283,12 @@ CATALOGUE = [
         ],
         [("w", "guard@")],
         id="composite-guard-in-a-container-job",
+    ),
+    pytest.param(
+        "RQF123",
+        [_add("w", "          coordinator-ref: refs/heads/main\n", QUOTA_WAIT.format("'61'"))],
+        [("w", "guard-quota-wait-minutes:")],
+        id="guard-quota-wait-past-an-hour",
     ),
     pytest.param(
         "RQF200",
@@ -603,7 +610,11 @@ CATALOGUE = [
     ),
     pytest.param(
         "RQF305",
-        [("w", "timeout-minutes: 15", "timeout-minutes: 10")],
+        [
+            ("w", "timeout-minutes: 15", "timeout-minutes: 10"),
+            # no quota wait: with the default 10 minutes, RQF123 (and RQF308) would say 10 is none
+            _add("w", "          coordinator-ref: refs/heads/main\n", QUOTA_WAIT.format("'0'")),
+        ],
         [("w", "timeout-minutes:")],
         id="child-timeout-below-execution-budget",
     ),
@@ -627,6 +638,15 @@ CATALOGUE = [
         ],
         [("w", "    steps:")],
         id="hosted-last-resort-is-billed-and-runs-every-step",
+    ),
+    pytest.param(
+        "RQF308",
+        [
+            _add("w", "          coordinator-ref: refs/heads/main\n", QUOTA_WAIT.format("'11'")),
+            ("w", "timeout-minutes: 15", "timeout-minutes: 30"),
+        ],
+        [("c", "execution-timeout-minutes:")],
+        id="execution-timeout-no-longer-than-the-guards-wait",
     ),
 ]
 
@@ -672,6 +692,30 @@ def test_each_broken_pair_gives_exactly_its_finding(tmp_path, rule, edits, expec
 
 def test_the_catalogue_covers_every_rule():
     assert {case.values[0] for case in CATALOGUE} == set(RULES)
+
+
+@pytest.mark.parametrize(
+    ("wait", "child", "found"),
+    [
+        ("'11'", 15, {"RQF123", "RQF308"}),  # 2 + 11 + 2 = 15: neither limit leaves room
+        ("'10'", 15, set()),  # 14 minutes at most: both leave one
+        ("'0'", 4, {"RQF305"}),  # no wait: only the child's usual rule
+        ("${{ vars.GUARD_WAIT }}", 15, set()),  # not known before the run
+    ],
+    ids=["both-full", "room-left", "no-wait", "expression"],
+)
+def test_the_guards_quota_wait_counts_against_both_timeouts(tmp_path, wait, child, found):
+    """A wait that fills the child's timeout fills the execution timeout too (RQF305 holds)."""
+    edits = [
+        _add("w", "          coordinator-ref: refs/heads/main\n", QUOTA_WAIT.format(wait)),
+        ("w", "timeout-minutes: 15", f"timeout-minutes: {child}"),
+    ]
+    _write_pair(tmp_path, edits)
+    findings = lint_files(tmp_path / FILES["c"]).findings
+    assert {f.rule for f in findings} == found, "\n".join(f.text() for f in findings)
+    assert all(f.level == "warning" for f in findings)
+    if found == {"RQF123", "RQF308"}:
+        assert all("15" in f.message and "guard-quota-wait-minutes" in f.fix for f in findings)
 
 
 # Rules whose level depends on the case: (edits, the one finding's rule and level).

@@ -11,7 +11,7 @@ import pytest
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core.inputs import env_name, read_pool_settings
 from runner_queue_fallback.core.profiles import load_profiles
-from runner_queue_fallback.workflow.plan import make_plan
+from runner_queue_fallback.workflow.plan import SKIPS_UNUSABLE_POOLS, make_plan
 
 ALL_TYPES = ["cpu-amd64", "cpu-arm64", "gpu-amd64", "gpu-arm64", "gpu-amd64-2gpu", "gpu-arm64-2gpu"]
 
@@ -224,3 +224,33 @@ def test_text_plan_names_each_pool_of_a_runners_list_as_written():
     header, first, *_ = out.getvalue().splitlines()
     assert header.split()[:3] == ["#", "pool", "group"]
     assert first.split() == ["1", "CPU16", "nv-cpu-general", "linux-amd64-cpu16", "10", "min"]
+
+
+def _notes(environ: dict[str, str]) -> list[str]:
+    notes = plan_json("--runner-type", "cpu", environ=environ)["notes"]
+    assert isinstance(notes, list)
+    return notes
+
+
+def test_with_runners_token_the_plan_says_unusable_pools_are_skipped():
+    """One note when `runners-token` is given (never the token); none when blank or absent."""
+    token = "ghs_runnersreadonly0123456789abcdef"
+    given = {env_name("runners-token"): token}
+    out = io.StringIO()
+    assert _run(out, ["plan", "--runner-type", "cpu"], given) == 0
+    text = out.getvalue()
+    notes = [line for line in text.splitlines() if line.startswith("note: runners-token is set")]
+    assert len(notes) == 1, text
+    assert "skips at once a pool proven unable to serve this workflow" in notes[0]
+    assert token not in text
+    assert SKIPS_UNUSABLE_POOLS in _notes(given)
+    for environ in ({}, {env_name("runners-token"): "  "}):
+        out = io.StringIO()
+        assert _run(out, ["plan", "--runner-type", "cpu"], environ) == 0
+        assert "runners-token" not in out.getvalue()
+        assert SKIPS_UNUSABLE_POOLS not in _notes(environ)
+    timeouts = [
+        plan_json("--runner-type", "cpu", environ=environ)["timeout-minutes"]
+        for environ in ({}, given)
+    ]
+    assert timeouts[0] == timeouts[1]

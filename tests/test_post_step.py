@@ -16,15 +16,22 @@ from pathlib import Path
 
 import pytest
 
-from runner_queue_fallback.action.post_step import runs_left_by_main_step
+from runner_queue_fallback.action.post_step import (
+    clean_up,
+    confirmed_over_by_main_step,
+    runs_left_by_main_step,
+)
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core import timing
-from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.actions_io import Reporter
+from runner_queue_fallback.core.clock import Clock, FakeClock
+from runner_queue_fallback.core.errors import SequenceError
 from runner_queue_fallback.core.hand_off import HandOff
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import Timings
 from runner_queue_fallback.fake_github.reply import Reply
 from runner_queue_fallback.fake_github.world import FakeGitHub
+from runner_queue_fallback.github.client import GitHubClient
 from tests.invariants import children
 from tests.outside import JOBS_PATH, Tamper, json_body, with_json
 from tests.scenario import POST_TOKEN, Child, minute_queues
@@ -157,6 +164,49 @@ def test_post_step_with_nothing_dispatched_sends_no_request(tmp_path: Path):
     assert world.ledger == []
 
 
+def _seen_over(request_id: str = "rqf-1", run_id: str = "17", **more: str) -> dict[str, str]:
+    """What the main step saved of a child it saw end."""
+    return {
+        "request-id": request_id,
+        "child-run-id": run_id,
+        "child-request-id": request_id,
+        "child-over": run_id,
+        **more,
+    }
+
+
+def test_a_child_the_main_step_saw_end_is_left_alone_without_a_request(tmp_path: Path):
+    clock = FakeClock()
+    world = busy_world(clock)
+    code, log = post_step(world, clock, _seen_over(), tmp_path)
+    assert code == 0
+    assert "The main step confirmed child run 17 over: nothing to clean up" in log
+    assert world.ledger == []
+    assert "::add-mask::" not in log, "no request, no token needed"
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        _seen_over(**{"child-over": "18"}),  # another run ended
+        _seen_over(**{"child-run-id": ""}),  # no run id known
+        _seen_over(**{"child-over": "", "child-run-id": ""}),
+        _seen_over(**{"child-request-id": "rqf-0"}),  # a later dispatch was in flight
+        _seen_over(**{"child-found-by-name": "rqf-1"}),  # found by run-name: list for others
+    ],
+    ids=["other-run", "no-run-id", "nothing-over", "later-dispatch", "found-by-name"],
+)
+def test_the_post_step_looks_unless_the_last_dispatchs_own_run_was_seen_over(
+    state: dict[str, str],
+):
+    assert not confirmed_over_by_main_step(HandOff.from_saved(state))
+
+
+def test_the_post_step_trusts_the_main_steps_word_that_its_child_is_over():
+    assert confirmed_over_by_main_step(HandOff.from_saved(_seen_over()))
+    assert confirmed_over_by_main_step(HandOff.from_saved(_seen_over(" rqf-1", "17 ")))
+
+
 def test_post_step_leaves_a_completed_child_alone(tmp_path: Path):
     clock = FakeClock()
     world = make_world(clock)
@@ -197,6 +247,60 @@ def test_the_post_step_reads_nothing_when_the_main_step_saw_its_child_end():
     assert result.exit_code == 0, result.log
     assert "confirmed child run" in result.post_log
     assert len(with_post.world.ledger) == len(without_post.world.ledger)
+
+
+def _post_step_failing_with(error: Exception, state: dict[str, str]) -> tuple[bool, str]:
+    """The post step whose client cannot be built: `error` is raised where requests begin."""
+
+    def connect(_version: str) -> tuple[GitHubClient, Clock]:
+        raise error
+
+    out = io.StringIO()
+    over = clean_up(
+        HandOff.from_saved(state), Reporter(out), token="tok", workflow="w.yml", connect=connect
+    )
+    return over, out.getvalue()
+
+
+@pytest.mark.parametrize(
+    ("state", "named"),
+    [
+        ({"request-id": "rqf-1", "child-run-id": "17", "child-request-id": "rqf-1"}, "17"),
+        ({"request-id": "rqf-1"}, "rqf-1"),
+    ],
+    ids=["run-id", "request-id-only"],
+)
+def test_an_unexpected_error_in_the_post_step_fails_it_and_names_the_child(
+    state: dict[str, str], named: str
+):
+    over, log = _post_step_failing_with(RuntimeError("boom"), state)
+    assert not over
+    assert f"child {named} may still be running: check it and cancel it by hand" in log
+    assert log.startswith("::add-mask::tok\n"), "the token is masked before any request"
+
+
+def test_a_known_error_in_the_post_step_is_raised_as_it_is():
+    with pytest.raises(SequenceError, match="known"):
+        _post_step_failing_with(SequenceError("known"), {"request-id": "r"})
+
+
+def test_a_child_the_post_step_cannot_read_is_cancelled_anyway(tmp_path: Path):
+    child = Child(Fault("forbidden", method="GET", path=r"/actions/runs/9\d{9}$"))
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 1
+    assert f"Could not read child run {child.run_id}: GET " in log
+    assert "trying to cancel it anyway" in log
+    assert f"Cancel requested for child run {child.run_id}" in log
+
+
+def test_a_running_child_is_not_said_to_be_completed(tmp_path: Path):
+    child = Child()
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 0
+    assert f"cleanup confirmed: child run {child.run_id}" in log
+    assert "already completed" not in log
 
 
 # -- where the post step looks, and for how long ------------------------------------------------

@@ -14,6 +14,7 @@ import pytest
 
 from runner_queue_fallback import cli
 from runner_queue_fallback.fake_github.model import TOKEN_LENGTH, WORKER_TOKEN
+from runner_queue_fallback.fake_github.runner_groups import STAND_IN_TOKEN
 from runner_queue_fallback.tools.simulate.own_job import advised_timeout
 from runner_queue_fallback.tools.simulate.run import parse_busy
 from runner_queue_fallback.tools.simulate.scenarios import (
@@ -378,6 +379,28 @@ def test_a_scenario_with_several_coordinators_refuses_flags():
     code, text = simulate("parallel-coordinators", "--workload-outcome", "failure")
     assert code == 2
     assert "cannot be recomputed with --workload-outcome" in text
+
+
+def test_a_scenario_with_runner_groups_gives_the_coordinator_the_stand_in_runners_token(
+    catalogue_runs: dict[str, Simulated],
+):
+    """Its organisation's groups are read with the fake's stand-in token (masked, never shown);
+    a scenario without runner groups gives the coordinator none."""
+    [run] = catalogue_runs["group-not-admitted"].runs
+    assert f"::add-mask::{STAND_IN_TOKEN}" in run.log
+    assert STAND_IN_TOKEN not in run.log.replace(f"::add-mask::{STAND_IN_TOKEN}", "")
+    [plain] = catalogue_runs[DEFAULT_SCENARIO].runs
+    assert STAND_IN_TOKEN not in plain.log
+    code, text = simulate("group-not-admitted")
+    assert code == 0, text
+    assert STAND_IN_TOKEN not in text
+
+
+def test_a_scenario_with_runner_groups_refuses_flags_it_cannot_predict():
+    """Which pools take the child is the groups' to decide: no expectation is recomputed."""
+    code, text = simulate("group-not-admitted", "--workload-outcome", "failure")
+    assert code == 2
+    assert "its world has runner groups" in text
 
 
 def test_an_outcome_too_close_to_call_runs_without_an_expectation():

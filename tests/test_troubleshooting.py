@@ -128,6 +128,7 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "parent-cancelled": lambda: _simulate("parent-cancelled"),
     "guard-refused": lambda: _guard(request_id="hello"),
     "guard-403": lambda: _guard(fault=Fault(kind="forbidden")),
+    "guard-quota": lambda: _guard(fault=Fault(kind="primary_rate_limit", retry_after=1800)),
 }
 
 

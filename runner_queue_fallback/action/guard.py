@@ -15,21 +15,27 @@ is later); the source ref still points at the approved SHA; and GitHub shows the
 prove: that the coordinator, and not a person who may dispatch the child, sent the dispatch (see
 the README's trust model).
 
-Every check must hold. All requests and retries share one startup deadline, 2 minutes from the
-guard's start (spec: "The worker guard uses the same initial check before allowing workload
+Every check must hold. All requests and retries of a pass share one startup deadline, 2 minutes
+from its start (spec: "The worker guard uses the same initial check before allowing workload
 code ... Expiry blocks dispatch or workload execution"). A 404 for the child's own run or the
 parent is tolerated within it, polled every 5 s; a job shown on another runner is read once more
 5 s later; anything else that is wrong refuses at once.
 
-Long (613 lines) because every check of the guard (identity, request id, parent, coordinator
-ref, copies, source, runner) shares one 2-minute deadline and one report.
+One departure (docs/departures.md): a pass refused because the primary API quota is spent, with
+its reset at most `guard-quota-wait-minutes` away (all waits together), waits for the reset on the
+Clock and runs every check again from the start, with a new deadline, under the same rules; a
+reset further away, or none the replies name, fails closed as before, naming it.
+
+Long (716 lines) because every check of the guard (identity, request id, parent, coordinator
+ref, copies, source, runner) shares one 2-minute deadline and one report, and a pass refused for
+a spent quota is waited out and run again in the same place.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final
 
@@ -43,6 +49,8 @@ from runner_queue_fallback.core.errors import (
     GuardRefused,
     NotFound,
     PermissionDenied,
+    QuotaSpent,
+    RateLimited,
     SequenceError,
     Unauthorized,
 )
@@ -50,8 +58,9 @@ from runner_queue_fallback.core.inputs import GuardInputs, RunContext
 from runner_queue_fallback.core.request_id import parse as parse_request_id
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.models import WorkflowRun
+from runner_queue_fallback.github.retry import RESET_MARGIN_SECONDS
 
-__all__ = ["CHECKS", "MAX_LISTING_REQUESTS", "Check", "Guard", "GuardResult"]
+__all__ = ["CHECKS", "MAX_LISTING_REQUESTS", "QUOTA_WAIT_INPUT", "Check", "Guard", "GuardResult"]
 
 ATTEMPT = "child attempt"
 REQUEST = "request id"
@@ -136,6 +145,9 @@ _API_ADVICE = (
     "The guard could not complete this check through the GitHub API (within the spec's retries "
     "and its 2-minute startup deadline), so the workload is blocked."
 )
+#: The input that bounds the guard's wait for a spent quota's reset, as action.yml spells it.
+QUOTA_WAIT_INPUT: Final = "guard-quota-wait-minutes"
+_QUOTA_WAIT_TITLE = "Guard waiting for API quota"
 _SOURCE_ADVICE = (
     "The source changed after it was approved; the workload is not run on unapproved code. "
     "Approve the new SHA and rerun the parent."
@@ -164,6 +176,9 @@ class GuardResult:
     checks: list[Check]
     refusal: GuardRefused | None = None
     seconds: float = 0.0
+    #: each wait for a spent quota's reset, said for the log and the summary (every check ran
+    #: again after it)
+    waits: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -174,6 +189,7 @@ class GuardResult:
         """A short plain-text account for the log."""
         verdict = "passed: the workload may start" if self.passed else "REFUSED the workload"
         lines = [f"Guard {verdict} ({elapsed(self.seconds)})"]
+        lines += [f"  {wait}" for wait in self.waits]
         lines += [
             f"  {c.result:<11} {c.name}: expected {c.expected}; observed {c.observed}"
             for c in self.checks
@@ -192,6 +208,7 @@ class GuardResult:
             [
                 f"### Runner queue fallback guard: {verdict}",
                 "",
+                *[f"{escape_markdown(wait)}\n" for wait in self.waits],
                 "| check | expected | observed | result |",
                 "| --- | --- | --- | --- |",
                 *rows,
@@ -235,10 +252,46 @@ class Guard:
     def run(self) -> GuardResult:
         """Run every check in order; stop at the first that does not hold. Never raises RQFError.
 
-        The startup deadline (2 minutes from now) is shared by every request, retry and poll.
+        Each pass has its own startup deadline (2 minutes from its start), shared by every
+        request, retry and poll. A pass refused for a spent quota whose reset is near enough
+        (`guard-quota-wait-minutes`, all waits together) waits for it, then every check runs again.
         """
         start = self.clock.monotonic()
-        self._deadline = start + timing.PARENT_GRACE_SECONDS
+        waits: list[str] = []
+        waited = 0.0
+        while True:
+            checks, refusal, spent = self._pass()
+            if refusal is None or not spent:
+                break
+            wait = self._quota_wait(waited)
+            if wait is None:
+                refusal = self._far_reset(refusal, waited)
+                checks[refusal.check] = replace(checks[refusal.check], observed=refusal.observed)
+                break
+            said = (
+                f"The API quota is spent ({refusal.check} could not be read): waiting "
+                f"{elapsed(wait)} for its reset at {self.client.reset_time()}, within "
+                f"{QUOTA_WAIT_INPUT} ({self.inputs.quota_wait_minutes}), then running every "
+                "check again"
+            )
+            self.reporter.notice(said, title=_QUOTA_WAIT_TITLE)
+            self.clock.sleep(wait)
+            waited += wait
+            waits.append(
+                f"Waited {elapsed(wait)} for the API quota's reset ({refusal.check} "
+                "could not be read), then ran every check again"
+            )
+        return GuardResult(
+            list(checks.values()), refusal, self.clock.monotonic() - start, waits=waits
+        )
+
+    def _pass(self) -> tuple[dict[str, Check], GuardRefused | None, bool]:
+        """Every check once, from the start, with a new 2-minute deadline.
+
+        Returns the checks, the refusal (None when all held) and whether the refusal is for a
+        spent primary quota (a read the quota refused, not a finding).
+        """
+        self._deadline = self.clock.monotonic() + timing.PARENT_GRACE_SECONDS
         checks = {name: Check(name, expected) for name, expected in self._expected().items()}
         steps: dict[str, Callable[[], str]] = {
             ATTEMPT: self._check_attempt,
@@ -250,13 +303,15 @@ class Guard:
             RUNNER: self._check_runner,
         }
         refusal: GuardRefused | None = None
+        spent = False
         for name, step in steps.items():
             try:
                 observed = step()
             except GuardRefused as exc:
-                refusal = exc
+                refusal, spent = exc, _quota_spent(exc.__cause__)
             except GitHubError as exc:
                 refusal = GuardRefused(name, checks[name].expected, *_api_failure(exc))
+                spent = _quota_spent(exc)
             except Exception as exc:  # noqa: BLE001  # the guard fails closed, whatever happened
                 observed = f"unexpected {type(exc).__name__}: {_text(exc)}"
                 refusal = GuardRefused(name, checks[name].expected, observed, _UNEXPECTED_ADVICE)
@@ -265,7 +320,48 @@ class Guard:
                 break
             checks[name] = replace(checks[name], observed=observed, passed=True)
             self.reporter.log(f"Guard: {name} holds ({observed})")
-        return GuardResult(list(checks.values()), refusal, self.clock.monotonic() - start)
+        return checks, refusal, spent
+
+    def _quota_wait(self, waited: float) -> float | None:
+        """Seconds to wait for the spent quota's reset; None when it is too far or unknown.
+
+        The reset is the one the replies named (`x-ratelimit-reset`); the wait adds its 1 s
+        margin. It must lie within `guard-quota-wait-minutes`, less the waits already taken.
+        """
+        minutes = self.inputs.quota_wait_minutes
+        wait = self.client.quota_reset_in()
+        if minutes == 0 or wait is None or wait - RESET_MARGIN_SECONDS > minutes * 60.0 - waited:
+            return None
+        return wait
+
+    def _far_reset(self, refusal: GuardRefused, waited: float) -> GuardRefused:
+        """The refusal for a spent quota the guard does not wait for, naming its reset and why."""
+        minutes = self.inputs.quota_wait_minutes
+        wait = self.client.quota_reset_in()
+        if wait is None:
+            seen = "the API quota is spent, and no reply named a reset the guard can believe"
+        else:
+            seen = (
+                f"the API quota is spent until its reset at {self.client.reset_time()}, in "
+                f"{elapsed(wait)}"
+            )
+        if minutes == 0:
+            why = f"{QUOTA_WAIT_INPUT} is 0: the guard fails closed at once on a spent quota"
+        elif wait is None:
+            why = f"the guard waits only for a known reset within {QUOTA_WAIT_INPUT} ({minutes})"
+        else:
+            why = (
+                f"further than {QUOTA_WAIT_INPUT} ({minutes}) allows"
+                + (f" after the {elapsed(waited)} already waited" if waited else "")
+                + ", so the guard does not wait for it"
+            )
+        advice = (
+            f"{_API_ADVICE} A spent quota's reset at most {QUOTA_WAIT_INPUT} away is waited for; "
+            "fewer coordinators at once (or other workflows sending fewer requests) leave the "
+            "guards quota."
+        )
+        observed = f"{refusal.observed}; {seen}; {why}"
+        return GuardRefused(refusal.check, refusal.expected, observed, advice)
 
     def _expected(self) -> dict[str, str]:
         i = self.inputs
@@ -363,7 +459,7 @@ class Guard:
             observed = _text(exc).removeprefix(f"parent run {i.parent_run_id}: ")
             if observed.startswith("expected ") and ", observed " in observed:
                 observed = observed.split(", observed ", 1)[1]  # keep only what was seen
-            raise self._refuse(PARENT, observed, _PARENT_ADVICE) from None
+            raise self._refuse(PARENT, observed, _PARENT_ADVICE) from exc.__cause__
         observed = self._check_coordinator(
             run, f"run {run.id} attempt {run.run_attempt}, {run.status}"
         )
@@ -599,6 +695,13 @@ def _path_ref(run: WorkflowRun) -> str | None:
     """The full ref after the `@` of the run's workflow path (`...x.yml@refs/heads/main`), if any."""
     _, at, ref = run.path.partition("@")
     return ref if at and ref.startswith("refs/") else None
+
+
+def _quota_spent(error: BaseException | None) -> bool:
+    """Whether a read failed because the primary quota is spent (not for what GitHub showed)."""
+    if isinstance(error, QuotaSpent):
+        return True
+    return isinstance(error, RateLimited) and error.kind == "primary"
 
 
 def _api_failure(error: GitHubError) -> tuple[str, str]:

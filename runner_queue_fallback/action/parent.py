@@ -32,11 +32,12 @@ def check_parent(
     if deadline is None:
         deadline = clock.monotonic() + timing.PARENT_GRACE_SECONDS
     last = "not read yet"
+    last_error: Exception | None = None  # the refusal chains it: a spent quota is told apart
     while True:
         try:
             run = client.get_run(run_id, deadline=deadline)
         except (NotFound, DeadlineExceeded) as exc:
-            last = f"{type(exc).__name__}: {exc}"
+            last, last_error = f"{type(exc).__name__}: {exc}", exc
         else:
             if run.run_attempt != attempt:
                 raise SequenceError(
@@ -51,11 +52,11 @@ def check_parent(
                     f"parent run {run_id}: expected an active run, observed status "
                     f"{run.status!r} conclusion {run.conclusion!r}"
                 )
-            last = f"status {run.status!r}"
+            last, last_error = f"status {run.status!r}", None
         if clock.monotonic() + timing.PARENT_POLL_SECONDS > deadline:
             raise SequenceError(
                 f"parent run {run_id} attempt {attempt} did not show as active within 2 minutes; "
                 f"last observed: {last}"
-            )
+            ) from last_error
         log(f"Parent run {run_id} not active yet ({last}); checking again in 5s")
         clock.sleep(timing.PARENT_POLL_SECONDS)

@@ -6,14 +6,18 @@ repository, its workflow restriction admits the child at `workflow-ref`, the org
 enables self-hosted runners for the repository, and how many of the group's runners carry the
 candidate's labels. A candidate without a group is checked against the groups the repository may
 use. Each check passes, FAILs with the fix, is not checked (why, naming the permission it needs)
-or not proven. `preflight` prints them; the coordinator can call them before a dispatch too.
+or not proven. `preflight` prints them; `pool_access` asks the same checks (not the runner
+counts) before a dispatch.
+
+Long (445 lines) because every check, and the "not checked" naming each permission it
+needs, is kept in one place that `preflight` and the coordinator's `pool_access` both read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from runner_queue_fallback.action.workflow_restriction import restriction_admits
 from runner_queue_fallback.core.errors import NotFound, PermissionDenied, RQFError, Unauthorized
@@ -22,11 +26,22 @@ from runner_queue_fallback.core.profiles import Candidate
 from runner_queue_fallback.github.runner_groups import Runner, RunnerGroup, RunnerReads
 
 __all__ = [
+    "GROUP_NOT_FOUND",
     "NEEDS_GROUPS",
     "NEEDS_POLICY",
     "NEEDS_REPOSITORY_RUNNERS",
+    "NOT_ADMITTED",
+    "NOT_GRANTED",
+    "POLICY_OFF",
     "GroupCheck",
+    "GroupReads",
+    "Target",
+    "admits_check",
     "check_groups",
+    "grants_check",
+    "group_missing",
+    "policy_check",
+    "why_not",
 ]
 
 _TOKEN = "a read-only fine-grained or App runners-token"  # noqa: S105 (a description, no secret)
@@ -35,19 +50,30 @@ NEEDS_GROUPS = f'organisation "Self-hosted runners" (read) on {_TOKEN}'
 NEEDS_POLICY = f'organisation "Actions policies" (read) on {_TOKEN}'
 NEEDS_REPOSITORY_RUNNERS = f'repository "Administration" (read) on {_TOKEN}'
 POLICY = "self-hosted runner policy"
+#: Why a FAIL proves a candidate's pool unable to serve this workflow (`GroupCheck.reason`).
+GROUP_NOT_FOUND: Final = "group-not-found"
+NOT_GRANTED: Final = "repository-not-granted"
+NOT_ADMITTED: Final = "workflow-not-admitted"
+POLICY_OFF: Final = "policy-off"
 _T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
 class GroupCheck:
-    """One check: `verdict` pass, FAIL, not checked or not proven; `detail` what or why."""
+    """One check: `verdict` pass, FAIL, not checked or not proven; `detail` what or why.
+
+    A FAIL names its `reason` (a skip reason of `pool_access`) and its `fix`, also in `detail`.
+    """
 
     name: str
     verdict: str
     detail: str
+    reason: str = ""
+    fix: str = ""
 
 
-def _why_not(exc: RQFError, needs: str) -> str:
+def why_not(exc: RQFError, needs: str) -> str:
+    """Why a read failed, in words, with the permission it `needs` of `runners-token`."""
     if isinstance(exc, Unauthorized):
         return f"GitHub refused runners-token as expired or invalid (401); needs {needs}"
     if isinstance(exc, PermissionDenied):
@@ -67,7 +93,9 @@ def _counts(runners: Sequence[Runner], labels: frozenset[str]) -> str:
 
 
 @dataclass(frozen=True)
-class _Target:
+class Target:
+    """What the coordinator dispatches: the child `workflow` at `workflow_ref` (its `commit`)."""
+
     repository: str
     workflow: str
     path: str
@@ -76,8 +104,8 @@ class _Target:
 
 
 @dataclass
-class _Reads:
-    """The reads, each made once per check run (candidates share groups), failures kept too."""
+class GroupReads:
+    """The reads of `org`, each made once (candidates share groups), a failure kept too."""
 
     reads: RunnerReads
     org: str
@@ -94,12 +122,18 @@ class _Reads:
             raise found
         return found  # type: ignore[return-value]  # stored by the same key's read
 
+    def groups(self) -> list[RunnerGroup]:
+        """The organisation's whole group listing."""
+        return self._once(("groups", 0), lambda: self.reads.groups(self.org))
+
     def runners(self, group: RunnerGroup) -> list[Runner]:
+        """Every runner of `group`."""
         return self._once(
             ("runners", group.id), lambda: self.reads.group_runners(self.org, group.id)
         )
 
     def repositories(self, group: RunnerGroup) -> list[str]:
+        """The repositories `group` grants (`visibility: selected`)."""
         return self._once(
             ("repositories", group.id), lambda: self.reads.group_repositories(self.org, group.id)
         )
@@ -132,25 +166,25 @@ def check_groups(
         return []
     if reads is None:
         return _all_not_checked(pools, lambda needs: f"no runners-token; needs {needs}")
-    target = _Target(repository, workflow, f".github/workflows/{workflow}", workflow_ref, commit)
+    target = Target(repository, workflow, f".github/workflows/{workflow}", workflow_ref, commit)
     try:
         info = reads.repository()
     except NotFound:  # a token may read the organisation's groups and not see the repository
         info = None
     except RQFError as exc:
         refused = exc
-        return _all_not_checked(pools, lambda needs: _why_not(refused, needs))
+        return _all_not_checked(pools, lambda needs: why_not(refused, needs))
     if info is not None and info.owner.type != "Organization":
         return _user_repository(reads, pools)
     org = repository.split("/", 1)[0] if info is None else info.owner.login
     private = None if info is None else info.private
-    checks = [_policy(reads, org, repository)]
+    checks = [policy_check(reads, org, repository)]
     try:
         groups = reads.groups(org)
     except RQFError as exc:
-        why = _why_not(exc, NEEDS_GROUPS)
+        why = why_not(exc, NEEDS_GROUPS)
         return checks + [GroupCheck(_group_name(c), "not checked", why) for c in pools]
-    memo = _Reads(reads, org)
+    memo = GroupReads(reads, org)
     for candidate in pools:
         if candidate.group:
             checks += _candidate(memo, groups, candidate, target, private=private)
@@ -164,7 +198,7 @@ def _user_repository(reads: RunnerReads, pools: Sequence[Candidate]) -> list[Gro
     try:
         runners = reads.repository_runners()
     except RQFError as exc:
-        why = _why_not(exc, NEEDS_REPOSITORY_RUNNERS)
+        why = why_not(exc, NEEDS_REPOSITORY_RUNNERS)
         return [GroupCheck(f"runners of {c.label_text}", "not checked", why) for c in pools]
     checks = []
     for candidate in pools:
@@ -189,11 +223,12 @@ def _user_repository(reads: RunnerReads, pools: Sequence[Candidate]) -> list[Gro
     return checks
 
 
-def _policy(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
+def policy_check(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
+    """Whether the organisation's self-hosted-runner policy enables them for `repository`."""
     try:
         enabled = reads.policy(org).enabled_repositories
     except RQFError as exc:
-        return GroupCheck(POLICY, "not checked", _why_not(exc, NEEDS_POLICY))
+        return GroupCheck(POLICY, "not checked", why_not(exc, NEEDS_POLICY))
     if enabled == "all":
         return GroupCheck(POLICY, "pass", f"organisation {org} enables self-hosted runners for all")
     if enabled == "none":
@@ -201,7 +236,9 @@ def _policy(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
             POLICY,
             "FAIL",
             f"organisation {org} enables self-hosted runners for no repository; every job "
-            f"waits. {_policy_fix(repository)}",
+            f"waits. Fix: {_policy_fix(repository)}",
+            POLICY_OFF,
+            _policy_fix(repository),
         )
     if enabled != "selected":
         return GroupCheck(POLICY, "not proven", f"an unknown setting {enabled!r}")
@@ -209,9 +246,7 @@ def _policy(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
 
 
 def _policy_fix(repository: str) -> str:
-    return (
-        f"Fix: in the organisation's Actions policies, allow self-hosted runners for {repository}"
-    )
+    return f"in the organisation's Actions policies, allow self-hosted runners for {repository}"
 
 
 def _policy_selected(reads: RunnerReads, org: str, repository: str) -> GroupCheck:
@@ -219,7 +254,7 @@ def _policy_selected(reads: RunnerReads, org: str, repository: str) -> GroupChec
     try:
         enabled_for = reads.policy_repositories(org)
     except RQFError as exc:
-        return GroupCheck(POLICY, "not checked", _why_not(exc, NEEDS_POLICY))
+        return GroupCheck(POLICY, "not checked", why_not(exc, NEEDS_POLICY))
     if any(name.casefold() == repository.casefold() for name in enabled_for):
         return GroupCheck(
             POLICY, "pass", f"organisation {org} enables self-hosted runners for {repository}"
@@ -228,37 +263,31 @@ def _policy_selected(reads: RunnerReads, org: str, repository: str) -> GroupChec
         POLICY,
         "FAIL",
         f"organisation {org} enables self-hosted runners for {len(enabled_for)} selected "
-        f"repositories, not this one; every job waits. {_policy_fix(repository)}",
+        f"repositories, not this one; every job waits. Fix: {_policy_fix(repository)}",
+        POLICY_OFF,
+        _policy_fix(repository),
     )
 
 
 def _candidate(
-    memo: _Reads,
+    memo: GroupReads,
     groups: Sequence[RunnerGroup],
     candidate: Candidate,
-    target: _Target,
+    target: Target,
     *,
     private: bool | None,
 ) -> list[GroupCheck]:
     name = _group_name(candidate)
     group = next((g for g in groups if g.name.casefold() == candidate.group.casefold()), None)
     if group is None:
-        known = ", ".join(g.name for g in groups) or "none"
-        return [
-            GroupCheck(
-                name,
-                "FAIL",
-                f"organisation {memo.org} has no group of that name (its {len(groups)} groups: "
-                f"{known}). Fix: create it, or correct the candidate's `group`",
-            )
-        ]
+        return [group_missing(name, memo.org, groups)]
     checks = [GroupCheck(name, "pass", f"exists in {memo.org} (id {group.id})")]
-    checks.append(_grants(memo, group, target.repository, private=private))
-    checks.append(_admits(group, target))
+    checks.append(grants_check(memo, group, target.repository, private=private))
+    checks.append(admits_check(group, target))
     try:
         runners = memo.runners(group)
     except RQFError as exc:
-        checks.append(GroupCheck(f"runners of {name}", "not checked", _why_not(exc, NEEDS_GROUPS)))
+        checks.append(GroupCheck(f"runners of {name}", "not checked", why_not(exc, NEEDS_GROUPS)))
     else:
         text = candidate.label_text or "any labels"
         labels = label_set(candidate.labels)
@@ -266,30 +295,55 @@ def _candidate(
     return checks
 
 
+def group_missing(name: str, org: str, groups: Sequence[RunnerGroup]) -> GroupCheck:
+    """FAIL: the organisation's whole listing has no group of the candidate's name."""
+    known = ", ".join(g.name for g in groups) or "none"
+    fix = "create it, or correct the candidate's `group`"
+    return GroupCheck(
+        name,
+        "FAIL",
+        f"organisation {org} has no group of that name (its {len(groups)} groups: {known}). "
+        f"Fix: {fix}",
+        GROUP_NOT_FOUND,
+        fix,
+    )
+
+
 _UNKNOWN_PRIVACY = "runners-token could not read whether the repository is private (404)"
 
 
-def _grants(
-    memo: _Reads, group: RunnerGroup, repository: str, *, private: bool | None
+def grants_check(
+    memo: GroupReads, group: RunnerGroup, repository: str, *, private: bool | None
 ) -> GroupCheck:
-    """`private` None: runners-token could not read the repository (404), so not its privacy."""
+    """Whether `group` grants `repository`.
+
+    `private` None: runners-token could not read the repository (404), so not its privacy.
+    """
     name = f"runner group {group.name} grants {repository}"
     if not group.allows_public_repositories and private is not True:
         if private is None:
             detail = f"the group does not allow public repositories; {_UNKNOWN_PRIVACY}"
             return GroupCheck(name, "not proven", detail)
+        fix = "allow public repositories in the group's settings, or use another group"
         return GroupCheck(
             name,
             "FAIL",
-            "the repository is public and the group does not allow public repositories. Fix: "
-            "allow public repositories in the group's settings, or use another group",
+            f"the repository is public and the group does not allow public repositories. Fix: {fix}",
+            NOT_GRANTED,
+            fix,
         )
     verdict, detail = _visibility(memo, group, repository, private=private)
+    if verdict == "FAIL":
+        return GroupCheck(name, verdict, detail, NOT_GRANTED, _grant_fix(repository))
     return GroupCheck(name, verdict, detail)
 
 
+def _grant_fix(repository: str) -> str:
+    return f"add {repository} to the group's repository access"
+
+
 def _visibility(
-    memo: _Reads, group: RunnerGroup, repository: str, *, private: bool | None
+    memo: GroupReads, group: RunnerGroup, repository: str, *, private: bool | None
 ) -> tuple[str, str]:
     """Whether the group's visibility (all, private, selected) grants the repository."""
     if group.visibility == "all":
@@ -302,14 +356,18 @@ def _visibility(
         try:
             selected = memo.repositories(group)
         except RQFError as exc:
-            return "not checked", _why_not(exc, NEEDS_GROUPS)
+            return "not checked", why_not(exc, NEEDS_GROUPS)
         if any(r.casefold() == repository.casefold() for r in selected):
             return "pass", "among its selected repositories"
-    fix = f"Fix: add {repository} to the group's repository access"
-    return "FAIL", f"visibility {group.visibility} does not grant it; a job waits forever. {fix}"
+    fix = _grant_fix(repository)
+    return (
+        "FAIL",
+        f"visibility {group.visibility} does not grant it; a job waits forever. Fix: {fix}",
+    )
 
 
-def _admits(group: RunnerGroup, target: _Target) -> GroupCheck:
+def admits_check(group: RunnerGroup, target: Target) -> GroupCheck:
+    """Whether `group`'s workflow restriction admits the child: exact, or not proven."""
     name = f"runner group {group.name} admits the child workflow"
     if not group.restricted_to_workflows:
         return GroupCheck(name, "pass", "not restricted to workflows")
@@ -327,19 +385,22 @@ def _admits(group: RunnerGroup, target: _Target) -> GroupCheck:
         return GroupCheck(
             name, "not proven", f"an entry of a form not compared exactly; it needs {entry}"
         )
+    fix = f"add the entry {entry} to the group's selected workflows"
     return GroupCheck(
         name,
         "FAIL",
         f"its selected workflows do not list the child at workflow-ref; a job waits forever. "
-        f"Fix: add the entry {entry}",
+        f"Fix: {fix}",
+        NOT_ADMITTED,
+        fix,
     )
 
 
 def _no_group(
-    memo: _Reads,
+    memo: GroupReads,
     groups: Sequence[RunnerGroup],
     candidate: Candidate,
-    target: _Target,
+    target: Target,
     *,
     private: bool | None,
 ) -> GroupCheck:
@@ -348,7 +409,10 @@ def _no_group(
     usable: list[RunnerGroup] = []
     unsure: list[GroupCheck] = []
     for group in groups:
-        found = (_grants(memo, group, target.repository, private=private), _admits(group, target))
+        found = (
+            grants_check(memo, group, target.repository, private=private),
+            admits_check(group, target),
+        )
         verdicts = {check.verdict for check in found}
         if verdicts == {"pass"}:
             usable.append(group)
@@ -371,7 +435,7 @@ def _no_group(
         for group in usable:
             runners += memo.runners(group)
     except RQFError as exc:
-        return GroupCheck(name, "not checked", _why_not(exc, NEEDS_GROUPS))
+        return GroupCheck(name, "not checked", why_not(exc, NEEDS_GROUPS))
     names = ", ".join(g.name for g in usable)
     return GroupCheck(
         name,

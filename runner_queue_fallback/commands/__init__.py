@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     import requests
 
     from runner_queue_fallback.core.clock import Clock
-    from runner_queue_fallback.core.inputs import RunContext
+    from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
     from runner_queue_fallback.core.main import Main
     from runner_queue_fallback.github.client import GitHubClient
     from runner_queue_fallback.github.tokens import TokenSource
@@ -83,6 +83,17 @@ class Context:
             log=reporter.log,
             api_version=api_version,
         )
+
+    def runners_client(
+        self, run: RunContext, inputs: CoordinatorInputs, clock: Clock, reporter: Reporter
+    ) -> GitHubClient | None:
+        """The client of `runners-token`, for the runner-group reads only; None when blank.
+
+        Its own client (its own quota, its own API version negotiation), never the one of
+        `token`; its patience stays the spec's, so a spent quota is an error at once, not a wait.
+        """
+        token = inputs.runners_token.get_secret_value()
+        return self.client(run, token, clock, reporter, inputs.api_version) if token else None
 
     def app_tokens(
         self,

@@ -34,7 +34,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             print(f"warning: {escape_log_line(warning)}", file=sys.stderr)
         else:
             ctx.reporter().warning(warning, title="Unknown input")
-    plan = make_plan(read_pool_settings(environ, load_profiles()))
+    runners_token = bool(environ.get(env_name("runners-token"), "").strip())
+    plan = make_plan(read_pool_settings(environ, load_profiles()), runners_token=runners_token)
     if args.json:
         print(escape_json(json.dumps(plan.as_dict(), indent=2)), file=ctx.stdout)
     else:  # the groups and labels are the `runners` input's: every line is one log line

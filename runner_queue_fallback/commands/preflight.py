@@ -73,12 +73,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     clock = ctx.clock_factory()
     token = inputs.token.get_secret_value()
     client = ctx.client(context, token, clock, reporter, inputs.api_version)
-    runners_token = inputs.runners_token.get_secret_value()
-    runners_client = (
-        ctx.client(context, runners_token, clock, reporter, inputs.api_version)
-        if runners_token
-        else None
-    )
+    runners_client = ctx.runners_client(context, inputs, clock, reporter)
     passed = preflight.run(
         inputs, context, client, reporter, in_a_run=in_a_run, runners_client=runners_client
     )

@@ -61,6 +61,7 @@ __all__ = [
     "InputError",
     "InputErrors",
     "Interrupted",
+    "NoPool",
     "NotFound",
     "PermissionDenied",
     "ProfileError",
@@ -438,6 +439,12 @@ class QueuesExhausted(SequenceError):
     """No candidate got a runner: each queue deadline passed, each child cancelled and proven."""
 
     title = "No runner"
+
+
+class NoPool(SequenceError):
+    """Every candidate is proven unable to serve this workflow (`runners-token`): none dispatched."""
+
+    title = "No pool"
 
 
 class WorkerFailed(SequenceError):

@@ -6,6 +6,9 @@ guard/docker/action.yml. The rest reads an input from here or is checked against
 builds the flags and their help; `lint` takes its stand-ins. The manifests stay hand-written
 (GitHub reads them): tests/test_input_table.py compares each with its table, and the README's
 tables are made from the manifests. Light (no pydantic), so `--help` lists inputs cheaply.
+
+Long (407 lines) because each input of both actions is one row of data, its manifest text word for
+word, read as two tables.
 """
 
 from __future__ import annotations
@@ -268,8 +271,10 @@ COORDINATOR: Final = table(
         secret=True,
         description=(
             "Optional second token, only read with: preflight uses it to read the organisation's "
-            "runner groups, their runners and its self-hosted-runner policy (the coordinator does "
-            "not use it yet). Never used for a write, never saved or sent to the child. Give a "
+            "runner groups, their runners and its self-hosted-runner policy; the coordinator "
+            "reads each candidate's group and the policy once per run and skips a pool proven "
+            "unable to serve this workflow. Never used for a write, never saved or sent to the "
+            "child. Give a "
             "read-only token from a secret: a fine-grained or GitHub App token with organisation "
             "Self-hosted runners (read) and Actions policies (read), never a classic admin:org "
             "token. Blank: those reads are not made."
@@ -314,7 +319,8 @@ COORDINATOR: Final = table(
 )
 
 #: Every guard input, in the order of guard/action.yml and guard/docker/action.yml: five
-#: dispatched values, the coordinator's workflow file name(s) and ref, the API version and the token.
+#: dispatched values, the coordinator's workflow file name(s) and ref, how near a spent quota's
+#: reset it waits for, the API version and the token.
 GUARD: Final = table(
     Input(
         "request-id",
@@ -364,6 +370,18 @@ GUARD: Final = table(
             "the guard refuses a parent whose workflow ran from any other ref (a branch, a pull "
             "request, a fork). Recommended with coordinator-workflow for a coordinator that runs "
             "on a protected branch; see the README's trust model."
+        ),
+    ),
+    Input(
+        "guard-quota-wait-minutes",
+        rule="guard-quota-minutes",
+        default="10",
+        description=(
+            "When a read is refused because the repository's API quota is spent and its reset is "
+            "at most this many minutes away, the guard waits for the reset, then runs every check "
+            "again from the start (0 to 60; 0 fails closed at once). The wait counts against the "
+            "child job's timeout-minutes and the coordinator's execution-timeout-minutes; see "
+            "docs/guard.md."
         ),
     ),
     Input(

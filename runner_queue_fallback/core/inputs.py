@@ -4,7 +4,7 @@ A Docker action gets each input as `INPUT_<NAME>` with the name upper-cased and 
 (`INPUT_SOURCE-REF`); a blank value means the input was omitted. Every error names the input as
 spelled in action.yml, shows what was given (never the token) and what is allowed.
 
-Long (732 lines) because every input rule of the specification, with its error text and
+Long (748 lines) because every input rule of the specification, with its error text and
 suggestions, validated in one model so errors are collected per input.
 """
 
@@ -46,6 +46,7 @@ __all__ = [
     "RunContext",
     "closest",
     "env_name",
+    "guard_quota_wait_minutes",
     "how_to_supply",
     "read_coordinator_inputs",
     "read_guard_inputs",
@@ -162,6 +163,8 @@ class GuardInputs(BaseModel):
     coordinator_ref: str = ""
     token: SecretStr
     api_version: ApiVersionSetting = AUTO
+    #: how near a spent quota's reset may be for the guard to wait for it (0: it never waits)
+    quota_wait_minutes: int
 
 
 class RunContext(BaseModel):
@@ -311,6 +314,16 @@ def _admission_minutes(name: str, raw: str) -> int:
     if value is None or value > timing.ADMISSION_MINUTES_MAX:
         seen = _signed_whole(raw) if value is None else value
         allowed = f"0 (do not wait) to {timing.ADMISSION_MINUTES_MAX}"
+        raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
+    return value
+
+
+def guard_quota_wait_minutes(name: str, raw: str) -> int:
+    """`guard-quota-wait-minutes`: a whole number of minutes from 0 (never wait) to 60."""
+    value = whole_number(raw, 6)
+    if value is None or value > timing.GUARD_QUOTA_WAIT_MINUTES_MAX:
+        seen = _signed_whole(raw) if value is None else value
+        allowed = f"0 (fail closed at once) to {timing.GUARD_QUOTA_WAIT_MINUTES_MAX}"
         raise _out_of_range(name, raw, seen, allowed, "a whole number of minutes")
     return value
 
@@ -476,6 +489,7 @@ RULES: Mapping[str, Rule] = {
     "queue-minutes": _minutes,
     "execution-minutes": _execution_minutes,
     "admission-minutes": _admission_minutes,
+    "guard-quota-minutes": guard_quota_wait_minutes,
     "single-line": _text,
     "positive-whole-number": _positive_int,
     "json-object": _workload,
@@ -671,6 +685,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
     none: tuple[str, ...] = ()
     coordinators = reader.get("coordinator-workflow", none)
     coordinator_ref = reader.get("coordinator-ref", "")
+    quota_wait = reader.get("guard-quota-wait-minutes", 0)
     token = reader.get("token", SecretStr(""))
     api_version: ApiVersionSetting = reader.get("api-version", AUTO)
     reader.done()
@@ -684,6 +699,7 @@ def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:
         coordinator_ref=coordinator_ref,
         token=token,
         api_version=api_version,
+        quota_wait_minutes=quota_wait,
     )
 
 

@@ -16,6 +16,7 @@ __all__ = [
     "CANCELLED",
     "ERROR",
     "FAILURE",
+    "NO_POOL",
     "NO_RUNNER",
     "OUTCOMES",
     "PHRASES",
@@ -27,16 +28,19 @@ __all__ = [
 SUCCESS = "success"
 FAILURE = "failure"
 NO_RUNNER = "no-runner"
+#: every candidate proven unable to serve this workflow (`runners-token`): nothing dispatched
+NO_POOL = "no-pool"
 CANCELLED = "cancelled"
 ERROR = "error"
 #: Every value of the output, in the order the docs list them.
-OUTCOMES = (SUCCESS, FAILURE, NO_RUNNER, CANCELLED, ERROR)
+OUTCOMES = (SUCCESS, FAILURE, NO_RUNNER, NO_POOL, CANCELLED, ERROR)
 
 #: What each word means to a person reading the checks list.
 PHRASES = {
     SUCCESS: "the worker succeeded",
     FAILURE: "the worker ran and did not succeed",
     NO_RUNNER: "never got a runner",
+    NO_POOL: "no pool can serve this workflow",
     CANCELLED: "the workflow run was cancelled",
     ERROR: "stopped by an error",
 }

@@ -110,3 +110,14 @@ QUEUE_NEAR_FACTOR: Final = 3.0
 # While queued and nothing moves, the source ref and the parent run are read this often (the
 # guard still checks both when the child starts; the preflight checks them before a fallback).
 QUEUE_CHECKS_SECONDS: Final = 900.0
+
+# -- the guard's wait for a spent quota (a departure: docs/departures.md) -----------------------
+
+# `guard-quota-wait-minutes` (its default is in core/input_table.py): a guard refused for a spent
+# primary quota whose reset is at most this far away waits for it and runs every check again (0:
+# it fails closed at once, as the spec's two-minute initial check does). No reset is more than an
+# hour away: 60 is the most.
+GUARD_QUOTA_WAIT_MINUTES_MAX: Final = 60
+# The longest a guard that waits can take before its workload starts, in minutes: its initial
+# check (up to 2 minutes), the wait, and every check again (up to 2 minutes).
+GUARD_CHECK_MINUTES: Final = PARENT_GRACE_SECONDS / 60

@@ -5,7 +5,7 @@ through time. It catches up with the shared clock whenever the clock moves (`on_
 every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
 (the worker hook making requests or sleeping) sees the model as it is and returns.
 
-Long (753 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
+Long (778 lines) because the Actions state machine (dispatch, scheduling, re-queue, zombies,
 cancels) moves runs and jobs through one timeline.
 """
 
@@ -42,6 +42,7 @@ from runner_queue_fallback.fake_github.model import (
     serves,
 )
 from runner_queue_fallback.fake_github.repo import CHILD_INPUTS, RepoContent
+from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 
 __all__ = ["CHILD_INPUTS", "ActionsModel", "DispatchRefused", "WorkerContext", "WorkerHook"]
 
@@ -105,6 +106,9 @@ class ActionsModel(RepoContent, HookRunner):
         self._events = EventQueue()
         self._waiting: list[int] = []
         self._time = clock.monotonic()
+        #: The owner's runner groups and policy (`fake_github/runner_groups.py`), served to a
+        #: runners token and deciding which jobs each group's runners take; None: no restriction.
+        self.org_runners: OrgRunners | None = None
         RepoContent.__init__(self, default_branch)
         HookRunner.__init__(self, on_worker_start, worker_token)
         on_advance = getattr(clock, "on_advance", None)
@@ -160,15 +164,30 @@ class ActionsModel(RepoContent, HookRunner):
                 self._events.push(end, lambda: None)  # wake the allocator when the pool frees
             return key
 
-    def _serving(self, asked: PoolKey | None) -> PoolKey | None:
+    def _serving(
+        self, asked: PoolKey | None, admitted: Callable[[Pool], bool] = lambda _: True
+    ) -> PoolKey | None:
         """The pool whose runners take a job asking `asked` (`runs-on`), else `asked` itself.
 
         The pool named exactly comes first; else the first pool added that carries every label
-        asked for, in the group named (if any), as GitHub gives a job to any runner that does.
+        asked for, in the group named (if any), as GitHub gives a job to any runner that does:
+        the first whose group `admitted` the job, else the first.
         """
         if asked is None or asked in self.pools:
             return asked
-        return next((key for key in self.pools if serves(key, asked)), asked)
+        fits = [key for key in self.pools if serves(key, asked)]
+        return next((key for key in fits if admitted(self.pools[key])), fits[0] if fits else asked)
+
+    def _admits(self, pool: Pool, file: str, branch: str | None, sha: str) -> bool:
+        """Whether the pool's group takes a job of `file` at `branch` (`sha`) at all.
+
+        Hosted runners have no group and no self-hosted policy; without `org_runners` every
+        group takes every job. A group that does not (the repository not granted, the workflow
+        not admitted, the policy off) never gives the job a runner: it waits, as on GitHub.
+        """
+        if pool.hosted or self.org_runners is None:
+            return True
+        return self.org_runners.admits(pool.key[0], self.repository, file, branch or "", sha)
 
     # ------------------------------------------------------------------------- parent run
 
@@ -292,7 +311,8 @@ class ActionsModel(RepoContent, HookRunner):
     ) -> FakeRun:
         t, timings = self._time, self.timings
         key, labels = parse_runner(inputs.get("runner", ""))
-        key = self._serving(key)
+        branch = refname.split("/", 1)[1]
+        key = self._serving(key, lambda pool: self._admits(pool, file, branch, sha))
         run_id = next(self._ids.run_ids)
         visible = t + timings.visibility_delay
         pending_at = visible + timings.requested_delay
@@ -564,7 +584,12 @@ class ActionsModel(RepoContent, HookRunner):
         for run_id in list(self._waiting):
             run = self.runs[run_id]
             pool = self.pools.get(run.pool) if run.pool else None
-            if pool is not None and pool.free(self._time) > 0 and self._time >= run.ready_at:
+            if (
+                pool is not None
+                and pool.free(self._time) > 0
+                and self._time >= run.ready_at
+                and self._admits(pool, run.workflow_file, run.head_branch, run.head_sha)
+            ):
                 if run.requeues_left > 0:
                     self._assign_stale(run, pool)
                 else:

@@ -3,6 +3,9 @@
 github-api.md 13: `GET /orgs/{org}/actions/runner-groups` (paginated, `per_page` <= 100), a
 group's `repositories` and `runners`, `GET /orgs/{org}/actions/permissions/self-hosted-runners`
 with its `repositories`, and the repository's own `GET /repos/{owner}/{repo}/actions/runners`.
+The same settings decide which jobs a group's runners take (`OrgRunners.admits`): a job whose
+group does not grant the repository, does not admit its workflow, or is under a policy that
+leaves the repository out waits forever, as on GitHub, with nothing said.
 `GITHUB_TOKEN` reads none of them (403): only a token in `readers` does; a token in `expired` is
 answered 401 everywhere here. Repositories are served whole, in the schema of each endpoint
 (`full-repository`, `minimal-repository`, `repository`) and of the API version asked for.
@@ -10,6 +13,7 @@ answered 401 everywhere here. Repositories are served whole, in the schema of ea
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 from collections.abc import Mapping
@@ -97,6 +101,41 @@ class OrgRunners:
         self.runners.append(
             FakeRunner(number, f"runner-{number:03d}", labels, group_id, **settings)
         )
+
+    def admits(self, group: str, repository: str, workflow: str, ref: str, sha: str) -> bool:
+        """Whether GitHub gives a job of `workflow` at `ref` (`sha`) a runner of `group` at all.
+
+        The organisation's policy enables self-hosted runners for the repository; the group
+        (named ignoring case; "" for runners outside any named group) exists, grants the
+        repository and, if restricted to workflows, lists this one at this ref: a full ref, a
+        short branch or tag name, or the commit, `*` matching anything.
+        """
+        if self.enabled_repositories == "none" or (
+            self.enabled_repositories == "selected"
+            and repository.casefold() not in {r.casefold() for r in self.policy_repositories}
+        ):
+            return False
+        if not group:
+            return True
+        found = next((g for g in self.groups if g.name.casefold() == group.casefold()), None)
+        if found is None or not self._grants(found, repository):
+            return False
+        if not found.restricted_to_workflows:
+            return True
+        path = f"{repository.casefold()}/.github/workflows/{workflow}"
+        refs = {ref, f"refs/heads/{ref}", f"refs/tags/{ref}", sha}
+        return any(
+            fnmatch.fnmatchcase(f"{path}@{r}", _entry_case(entry))
+            for entry in found.selected_workflows
+            for r in refs
+        )
+
+    def _grants(self, group: FakeRunnerGroup, repository: str) -> bool:
+        if not self.private and not group.allows_public_repositories:
+            return False
+        if group.visibility == "selected":
+            return repository.casefold() in {r.casefold() for r in group.selected_repositories}
+        return group.visibility == "all" or self.private
 
     def serve(
         self,
@@ -219,6 +258,12 @@ class OrgRunners:
                 for i, name in enumerate(runner.labels)
             ],
         }
+
+
+def _entry_case(entry: str) -> str:
+    """A selected-workflows entry with its repository (before `/.github/`) in lower case."""
+    repo, sep, rest = entry.strip().partition("/.github/workflows/")
+    return f"{repo.casefold()}{sep}{rest}" if sep else entry.strip()
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ answered 304 (GitHub only implies that an unchanged resource keeps its ETag; thi
 where it does not). GitHub Apps (`add_app`, `install_app`; `fake_github/apps.py`) mint
 installation tokens that expire after an hour of virtual time.
 
-Long (825 lines) because the REST surface of the fake (routing, ETags, quota buckets, credentials,
+Long (822 lines) because the REST surface of the fake (routing, ETags, quota buckets, credentials,
 faults) over one model.
 """
 
@@ -68,7 +68,6 @@ from runner_queue_fallback.fake_github.model import (
 )
 from runner_queue_fallback.fake_github.render import Renderer, error
 from runner_queue_fallback.fake_github.reply import LedgerEntry, Reply
-from runner_queue_fallback.fake_github.runner_groups import OrgRunners
 
 if TYPE_CHECKING:
     import requests
@@ -229,8 +228,6 @@ class FakeGitHub(ActionsModel):
         self._seq = 0
         self._link = ""  # the Link header of the list page being served
         self._showing: list[FakeRun] = []  # runs whose jobs the reply being served lists
-        #: The owner's runner groups and policy (`fake_github/runner_groups.py`); None: not served.
-        self.org_runners: OrgRunners | None = None
 
     # --------------------------------------------------------------------------- adapters
 

@@ -3,7 +3,7 @@
 `lint` reports them, and the coordinator checks its child file with them (and with the inputs it
 sends, RQF302) before its first dispatch.
 
-Long (542 lines) because one rule per function for the child workflow, each with its message and
+Long (621 lines) because one rule per function for the child workflow, each with its message and
 fix; the rule table is workflow/model.py's.
 """
 
@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from runner_queue_fallback.core import timing
+from runner_queue_fallback.core.errors import InputError
+from runner_queue_fallback.core.input_table import GUARD
 from runner_queue_fallback.core.inputs import CHILD_INPUTS as DISPATCHED
-from runner_queue_fallback.core.inputs import GUARD_INPUTS
+from runner_queue_fallback.core.inputs import GUARD_INPUTS, guard_quota_wait_minutes
 from runner_queue_fallback.workflow.model import (
     CHILD_INPUTS,
     ActionRef,
@@ -27,10 +30,24 @@ from runner_queue_fallback.workflow.model import (
     is_true,
     parse_uses,
     permissions_of,
+    whole_minutes,
     wired_to,
 )
 
-__all__ = ["Guard", "dispatch_inputs", "find_guard", "lint_child", "pin_warning", "worker_job"]
+__all__ = [
+    "QUOTA_WAIT",
+    "Guard",
+    "dispatch_inputs",
+    "find_guard",
+    "guard_longest_minutes",
+    "guard_quota_wait",
+    "lint_child",
+    "pin_warning",
+    "worker_job",
+]
+
+#: The guard input that bounds its wait for a spent quota's reset.
+QUOTA_WAIT = "guard-quota-wait-minutes"
 
 _JOB_KEYS_FORBIDDEN = {
     "strategy": (
@@ -329,6 +346,7 @@ def _steps(child: Workflow, job: Node, report: Findings) -> None:
     else:
         _guard(child, guard, report)
         _container(child, job, guard, report)
+        _quota_wait_room(child, job, guard, report)
     for index, step in enumerate(steps):
         _continue_on_error(child, step, report, guard=guard is not None and index == guard.index)
         if is_checkout(step.text_of("uses")):
@@ -423,6 +441,67 @@ def _coordinator_ref(child: Workflow, values: dict[str, Node], report: Findings)
         "from any branch (one that changed the coordinator, too) passes as the parent",
         "set `coordinator-ref: refs/heads/main` (the protected branch the coordinator runs from) "
         "under the guard's `with:`, unless the coordinator runs on pull requests",
+    )
+
+
+def guard_quota_wait(guard: Node) -> tuple[int | None, Node | None]:
+    """The guard's `guard-quota-wait-minutes` (its default when not set) and the node that sets it.
+
+    None for an expression (not known before the run) or a value the guard refuses (RQF123).
+    """
+    with_ = guard.get("with")
+    node = with_.get(QUOTA_WAIT) if with_ is not None else None
+    text = (node.text or "").strip() if node is not None else GUARD[QUOTA_WAIT].default or ""
+    if is_expression(text):
+        return None, node
+    try:
+        return guard_quota_wait_minutes(QUOTA_WAIT, text), node
+    except InputError:
+        return None, node
+
+
+def guard_longest_minutes(wait: int) -> float:
+    """The most a guard that waits takes before its workload starts: check, wait, every check."""
+    return wait + 2 * timing.GUARD_CHECK_MINUTES
+
+
+def _quota_wait_room(child: Workflow, job: Node, guard: Guard, report: Findings) -> None:
+    """RQF123: the worker's `timeout-minutes` outlasts the guard's longest start (its wait in it).
+
+    A literal value the guard refuses is an error: every child would fail closed before a request.
+    """
+    wait, node = guard_quota_wait(guard.step)
+    text = (node.text or "").strip() if node is not None else ""
+    if wait is None and node is not None and not is_expression(text):
+        try:
+            guard_quota_wait_minutes(QUOTA_WAIT, text)
+        except InputError as error:
+            report.add(
+                child.path,
+                node.line,
+                "RQF123",
+                f"the guard refuses every workload before its first request: {error}",
+                f"set `{QUOTA_WAIT}` to a whole number of minutes from 0 to "
+                f"{timing.GUARD_QUOTA_WAIT_MINUTES_MAX} (default {GUARD[QUOTA_WAIT].default}), "
+                "or leave it out",
+                level="error",
+            )
+        return
+    timeout = job.get("timeout-minutes")
+    have = whole_minutes(timeout.text if timeout is not None else None)
+    if not wait or timeout is None or have is None or have > guard_longest_minutes(wait):
+        return
+    longest = guard_longest_minutes(wait)
+    report.add(
+        child.path,
+        timeout.line,
+        "RQF123",
+        f"the worker stops after {have} minutes, and a guard that meets a spent API quota may "
+        f"take {longest:g} before the workload starts (its 2-minute check, a wait of up to "
+        f"{wait} minutes for the quota's reset, `{QUOTA_WAIT}`, and every check again): the wait "
+        "counts against `timeout-minutes`, and leaves the workload no time",
+        f"raise `timeout-minutes` above {longest:g} by the workload's own time, or lower the "
+        f"guard's `{QUOTA_WAIT}` (0: it fails closed at once on a spent quota)",
     )
 
 

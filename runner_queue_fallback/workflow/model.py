@@ -1,6 +1,6 @@
 """A workflow as lint and the coordinator read it: rule table, findings, YAML nodes, `uses` refs.
 
-Long (495 lines) because the rule table (every rule's id, level and summary) is data read as one
+Long (506 lines) because the rule table (every rule's id, level and summary) is data read as one
 list.
 """
 
@@ -102,6 +102,12 @@ _RULES = (
         "RQF122",
         "warning",
         "child: a `container:` worker uses guard/docker, or its image is marked `# rqf: python3.11+`",
+    ),
+    Rule(
+        "RQF123",
+        "warning",
+        "child: the worker's `timeout-minutes` leaves room for the guard's quota wait (a bad "
+        "`guard-quota-wait-minutes` is an error)",
     ),
     Rule("RQF200", "error", "coordinator: the file has a step that uses the coordinator action"),
     Rule(
@@ -220,6 +226,11 @@ _RULES = (
         "pair: with a GitHub-hosted candidate, billed and off the private network, the child's "
         "steps without an `if:` on the runner listed; guard first and execution <= 360 min "
         "(errors); not checked for expressions (notice)",
+    ),
+    Rule(
+        "RQF308",
+        "warning",
+        "pair: the coordinator's execution timeout leaves room for the child guard's quota wait",
     ),
 )
 #: Every rule, by id.

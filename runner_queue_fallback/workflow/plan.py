@@ -14,7 +14,16 @@ from runner_queue_fallback.core.labels import label_names
 from runner_queue_fallback.core.machine import other_os_note
 from runner_queue_fallback.core.profiles import ANY_GROUP, ANY_LABELS, HOSTED_POOL, Candidate
 
-__all__ = ["Plan", "make_plan", "short_deadline_reason"]
+__all__ = ["SKIPS_UNUSABLE_POOLS", "Plan", "make_plan", "short_deadline_reason"]
+
+#: What `runners-token` changes in a sequence (departure 21): said by `plan` when it is given.
+SKIPS_UNUSABLE_POOLS = (
+    "runners-token is set: before each dispatch the coordinator reads the candidate's runner "
+    "group and the organisation's self-hosted-runner policy, and skips at once a pool proven "
+    "unable to serve this workflow (group not found, repository not granted, workflow not "
+    "admitted, policy off), so it costs no queue deadline; the minimum timeout still counts "
+    "every deadline"
+)
 
 
 def short_deadline_reason() -> str:
@@ -31,9 +40,13 @@ def short_deadline_reason() -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    """The resolved candidates and the time budget they add up to."""
+    """The resolved candidates and the time budget they add up to.
+
+    `runners_token`: whether `runners-token` is given (its pools proven unusable are skipped).
+    """
 
     settings: PoolSettings
+    runners_token: bool = False
 
     @property
     def candidates(self) -> tuple[Candidate, ...]:
@@ -145,6 +158,11 @@ class Plan:
         ]
 
     @property
+    def notes(self) -> list[str]:
+        """What to know of these inputs that is no warning: a hosted candidate, the skipping."""
+        return [*self.hosted_notes, *([SKIPS_UNUSABLE_POOLS] if self.runners_token else [])]
+
+    @property
     def fits_hosted_runner(self) -> bool:
         """Whether the coordinator fits in a GitHub-hosted runner's job time limit."""
         return self.timeout_minutes <= timing.HOSTED_JOB_LIMIT_MINUTES
@@ -165,7 +183,7 @@ class Plan:
             "request-quota-wait-max-minutes": self.request_wait_max_minutes,
             "fits-hosted-runner": self.fits_hosted_runner,
             "warnings": self.warnings,
-            "notes": self.hosted_notes,
+            "notes": self.notes,
         }
 
     def render(self) -> str:
@@ -218,7 +236,7 @@ class Plan:
                 f"({_fmt(self.request_wait_max_minutes)} min) before its error is reported"
             ),
         ]
-        lines += [f"note: {escape_log_line(text)}" for text in self.hosted_notes]
+        lines += [f"note: {escape_log_line(text)}" for text in self.notes]
         lines += [f"warning: {escape_log_line(text)}" for text in self.warnings]
         if not self.fits_hosted_runner:
             lines.append(
@@ -229,9 +247,9 @@ class Plan:
         return "\n".join(lines)
 
 
-def make_plan(settings: PoolSettings) -> Plan:
-    """Plan a sequence for validated pool settings."""
-    return Plan(settings)
+def make_plan(settings: PoolSettings, *, runners_token: bool = False) -> Plan:
+    """Plan a sequence for validated pool settings (`runners_token`: that input is given)."""
+    return Plan(settings, runners_token)
 
 
 def _fmt(minutes: float) -> str:

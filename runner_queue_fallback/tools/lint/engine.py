@@ -15,9 +15,12 @@ from runner_queue_fallback.tools.lint.hosted import (
     note_unchecked,
 )
 from runner_queue_fallback.workflow.child import (
+    QUOTA_WAIT,
     check_dispatch_inputs,
     dispatch_inputs,
     find_guard,
+    guard_longest_minutes,
+    guard_quota_wait,
     lint_child,
     worker_job,
 )
@@ -181,7 +184,29 @@ def _pair(step: CoordinatorStep, child: Workflow, report: Findings, budget: int 
         )
     if guard is not None:
         _coordinator_workflow(step, child, guard.step, guard.uses_line, report)
+        _execution_room(step, guard.step, report, budget)
     _timeouts(step, child, job, report, budget)
+
+
+def _execution_room(
+    step: CoordinatorStep, guard: Node, report: Findings, budget: int | None
+) -> None:
+    """RQF308: the execution timeout (from the runner's allocation) outlasts the guard's start."""
+    wait, _ = guard_quota_wait(guard)
+    if not wait or budget is None or budget > guard_longest_minutes(wait):
+        return
+    longest = guard_longest_minutes(wait)
+    report.add(
+        step.workflow.path,
+        step.line("execution-timeout-minutes"),
+        "RQF308",
+        f"the coordinator allows {budget} minutes of execution from the runner's allocation, and "
+        f"the child's guard may take {longest:g} of them when it meets a spent API quota (a wait "
+        f"of up to {wait} minutes for the reset, `{QUOTA_WAIT}`, and its 2-minute check before "
+        "and after): the workload could be cancelled for the execution timeout before it starts",
+        f"raise `execution-timeout-minutes` above {longest:g} by the workload's own time, or "
+        f"lower the guard's `{QUOTA_WAIT}`",
+    )
 
 
 def _coordinator_workflow(

@@ -24,7 +24,6 @@ from runner_queue_fallback.core.labels import canonical, label_names, same_label
 from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.core.profiles import HOSTED_POOL, load_profiles
 from runner_queue_fallback.fake_github.model import Timings, Workload
-from runner_queue_fallback.fake_github.runner_groups import STAND_IN_TOKEN
 from runner_queue_fallback.fake_github.scenario import PoolSpec, Scenario
 from runner_queue_fallback.tools.simulate.output import as_json, label_text, render
 from runner_queue_fallback.tools.simulate.scenarios import (
@@ -346,9 +345,7 @@ def preflight_on_the_fake(
             return EXIT_BAD_INPUT
         entry = catalogue[scenario]
         inputs |= {**entry.coordinators[0].inputs, **flags}
-        world = entry.world.build(clock)
-        if world.org_runners is not None:
-            inputs.setdefault("runners-token", STAND_IN_TOKEN)
+        world = entry.world.build(clock)  # with runner groups, `with_defaults` adds the token
     if PARENT_RUN_ID not in world.runs:
         world.add_parent_run(PARENT_RUN_ID)
     with step_files_dir(None) as files:

@@ -22,6 +22,7 @@ from runner_queue_fallback.core.inputs import env_name
 from runner_queue_fallback.core.main import Main
 from runner_queue_fallback.fake_github.actions import WorkerContext
 from runner_queue_fallback.fake_github.model import RunHistory, fake_token
+from runner_queue_fallback.fake_github.runner_groups import STAND_IN_TOKEN
 from runner_queue_fallback.fake_github.vclock import VirtualClock
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.tools.simulate.capture import (
@@ -367,14 +368,20 @@ def simulate_entry(entry: CatalogueEntry, *, main: Main, guard: bool = True) -> 
 
 
 def with_defaults(world: FakeGitHub, inputs: Mapping[str, str]) -> dict[str, str]:
-    """Fill the inputs a scenario leaves out: the child workflow, and the source at its SHA."""
+    """Fill the inputs a scenario leaves out: the child workflow, and the source at its SHA.
+
+    A world with runner groups gets the stand-in `runners-token` its organisation accepts, so
+    the coordinator (and `preflight --simulate`) read the groups as they would with a real one.
+    """
     source = inputs.get("source-ref", SOURCE_REF)
     name = source.removeprefix("refs/")
     sha = world.refs.get(name) or world.add_ref(name)
+    runners = {} if world.org_runners is None else {"runners-token": STAND_IN_TOKEN}
     return {
         "workflow": "runner-worker.yml",
         "workflow-ref": world.default_branch,
         "source-ref": source,
         "source-sha": sha,
+        **runners,
         **inputs,
     }

@@ -5,9 +5,10 @@ change a scenario's pools or workload (or there is no scenario, only flags), the
 the one-line story are recomputed here from the pools' busy spans, the candidates' deadlines and
 the workload. A world whose outcome hinges on a few seconds (a pool freed right at a deadline, a
 workload ending right at its timeout) still runs: `TooClose` says what the outcome turns on, and
-`simulate` says afterwards which way it went. One with faults, events, several coordinators or
+`simulate` says afterwards which way it went. One with faults, events, several coordinators,
 GitHub's own surprises (`Platform`: re-queues, runs without a job, a cancel that does not take)
-is not predicted: `Unpredictable` says which flag to change.
+or runner groups (whose settings decide which pools take the child) is not predicted:
+`Unpredictable` says which flag to change.
 """
 
 from __future__ import annotations
@@ -101,6 +102,11 @@ def predict(world: Scenario, candidates: Sequence[Candidate], execution_minutes:
     """The expectation for one coordinator with `candidates` in `world` (or Unpredictable)."""
     if world.faults or world.events:
         raise Unpredictable("its world has faults or repository events")
+    if world.runner_groups is not None:
+        raise Unpredictable(
+            "its world has runner groups, whose settings decide which pools may take the child "
+            "(and, with `runners-token`, which the coordinator skips); run it without flags"
+        )
     if world.platform != DEFAULT_PLATFORM:
         raise Unpredictable(
             "its world re-queues jobs, never gives a run its job, or ignores a cancel (its "
