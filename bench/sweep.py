@@ -203,12 +203,33 @@ def load_figures(trial: Trial) -> dict[str, Any]:
         "peak_counted_by_bucket": peak_by_bucket(trial.ledger),
         "peak_points_per_minute": peak_points_per_minute(trial.ledger),
         "errors_by_type": _counts(r.error_type or "none" for r in records if not r.success),
+        "error_samples": error_samples(records),
         **started_cancel_figures(records),
         **guard_figures(trial),
         "job_timeout_minutes": job_timeouts(records),
         "virtual_hours": trial.virtual_seconds / 3600,
         "cpu_seconds": trial.cpu_seconds,
     }
+
+
+def error_samples(records: Sequence[CoordinatorRecord]) -> dict[str, list[dict[str, Any]]]:
+    """A few failures of each kind: when the coordinator ended, its role, its error's start."""
+    samples: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record.success or record.error_type is None:
+            continue
+        kept = samples.setdefault(record.error_type, [])
+        if len(kept) < SAMPLES:
+            kept.append(
+                {
+                    "coordinator": record.index,
+                    "role": record.role,
+                    "ended_at_s": round(record.ended_at, 1),
+                    "children": len(record.children),
+                    "error": (record.error or "")[:300],
+                }
+            )
+    return samples
 
 
 def started_cancel_figures(records: Sequence[CoordinatorRecord]) -> dict[str, Any]:
