@@ -29,6 +29,7 @@ per-coordinator records share one virtual clock and one world.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import io
 import json
@@ -68,10 +69,13 @@ from runner_queue_fallback.fake_github import (
     VirtualClock,
     WorkerContext,
 )
+from runner_queue_fallback.fake_github.apps import AppKeys, FakeInstallation, generate_app_keys
 from runner_queue_fallback.fake_github.hooks import WorkerHook
 from runner_queue_fallback.fake_github.model import Workload
 from runner_queue_fallback.fake_github.world import API_VERSIONS, QUOTA_WINDOW
+from runner_queue_fallback.github.app_token import AppCredentials, AppTokenSource
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.tokens import TokenSource
 from runner_queue_fallback.tools.simulate.capture import GuardLog, capture_stdout, read_key_values
 from runner_queue_fallback.tools.simulate.own_job import coordinator_workflow
 from runner_queue_fallback.tools.simulate.steps import (
@@ -403,6 +407,8 @@ class Trial:
     #: with `guards`: what each guard step printed, and the ledger's number of the child token
     guard_logs: list[GuardLog] = field(default_factory=list)
     guard_client: int | None = None
+    #: the App installation's bucket the coordinators spent (None: the repository's, `quota`)
+    coordinator_quota: int | None = None
     #: the guards' `guard-quota-wait-minutes` as they read it (None: the input's default)
     guard_wait: int | None = None
 
@@ -440,6 +446,7 @@ def simulate(
     guards: bool = False,
     guard_wait: int | None = None,
     quota_spent_at: Sequence[float] = (),
+    coordinator_quota: int | None = None,
 ) -> Trial:
     """Run every spec's coordinator at once on one virtual clock in one repository.
 
@@ -448,7 +455,10 @@ def simulate(
     `api_versions=OLDER_SERVER`: an older GitHub Enterprise Server (the older contract);
     `guards`: each child runs the real guard, on the repository's quota, with `guard_wait` as its
     `guard-quota-wait-minutes` (None: the input's default); `quota_spent_at`:
-    other workflows of the repository spend its whole quota at these virtual seconds.
+    other workflows of the repository spend its whole quota at these virtual seconds;
+    `coordinator_quota`: the coordinators (main and post steps) mint a GitHub App's installation
+    tokens and spend that installation's bucket of this many an hour, while `quota` stays the
+    repository's (the guards', and without an App the coordinators').
     """
     clock = VirtualClock()
     world = TimedFakeGitHub(
@@ -463,6 +473,7 @@ def simulate(
     standard_world(cast("FakeClock", clock), world)
     for at in quota_spent_at:
         world._at(at, lambda: world.spend_quota(world.quota))  # noqa: SLF001 (the model's own timer)
+    app = None if coordinator_quota is None else _install_app(world, variant, coordinator_quota)
     guard_logs: list[GuardLog] = []
     if guards:
         hook = guard_hook(world, clock, [], main=cli.main, stamped=guard_logs)
@@ -477,9 +488,10 @@ def simulate(
             files = Path(tmp) / f"{index:05d}"
             files.mkdir()
             environ = _environ(world, spec, index, variant=variant, files=files)
+            environ.update(app.inputs if app is not None else {})
             key = ("lane", spec.lane) if spec.lane is not None else ("own", index)
             lanes.setdefault(key, []).append(
-                _job(variant, world, clock, spec, index, environ, files, profiles, jobs)
+                _job(variant, world, clock, spec, index, environ, files, profiles, jobs, app)
             )
         running = [len(lanes)]
         participants = [
@@ -512,6 +524,7 @@ def simulate(
         virtual_seconds=clock.monotonic(),
         guard_logs=guard_logs,
         guard_client=world.client_number(world.worker_token),
+        coordinator_quota=coordinator_quota,
         guard_wait=guard_wait,
     )
 
@@ -524,6 +537,51 @@ def _with_guard_wait(hook: WorkerHook, minutes: int) -> WorkerHook:
         return hook(replace(context, environ={**context.environ, name: str(minutes)}))
 
     return run
+
+
+@dataclass(frozen=True)
+class _App:
+    """The GitHub App every coordinator mints its tokens from: its inputs, and its installation."""
+
+    inputs: dict[str, str]
+    installation: FakeInstallation
+
+
+#: The App's id in the bench.
+BENCH_APP_ID = 31337
+#: Which coordinator the steps on this thread belong to (a lane runs one step at a time).
+_STEP = threading.local()
+
+
+@functools.cache
+def _app_keys() -> AppKeys:
+    """One key pair for every trial (a 2048-bit key takes a while to make)."""
+    return generate_app_keys()
+
+
+def _install_app(world: FakeGitHub, variant: Variant, quota: int) -> _App:
+    """Install the App on the repository's owner, on a bucket of `quota` an hour.
+
+    Every token minted is numbered in the ledger as its coordinator's (`coordinator_token`), so
+    that a coordinator's requests are its own whichever of its tokens sent them.
+    """
+    keys = _app_keys()
+    installation = world.install_app(world.add_app(BENCH_APP_ID, keys.public_pem), quota=quota)
+    assert world.apps is not None
+
+    def attribute(token: str) -> None:
+        index = getattr(_STEP, "index", None)
+        if index is not None:
+            world.alias_client(token, coordinator_token(variant, index))
+
+    world.apps.on_mint = attribute
+    inputs = {
+        env_name("app-id"): str(BENCH_APP_ID),
+        env_name("app-private-key"): keys.private_pem,
+        # a fleet names its installation: no lookup per step on the App's own quota
+        env_name("app-installation-id"): str(installation.id),
+    }
+    return _App(inputs, installation)
 
 
 #: What a lane keeps of one coordinator: it, its client, the runner's side of its job, its log.
@@ -579,8 +637,13 @@ def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
     files: Path,
     profiles: Mapping[str, Profile],
     limits: JobLimits | None,
+    app: _App | None = None,
 ) -> _Job:
-    """One coordinator of `variant` (ours, or the baseline's subclass), its client and its job."""
+    """One coordinator of `variant` (ours, or the baseline's subclass), its client and its job.
+
+    With `app`, its client sends with the App's installation tokens, minted as the composition
+    root mints them.
+    """
     ctx = read_run_context(environ)
     inputs = read_coordinator_inputs(environ, profiles)
     timeout = math.inf
@@ -590,8 +653,24 @@ def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
         step_clock = StepClock(clock, math.inf, math.inf)  # the times are set when it starts
         environ.update(_own_job(world, PARENT_RUN_ID + index, timeout))
         ctx = read_run_context(environ)
-    token = inputs.token.get_secret_value()
     used: Clock = step_clock or clock
+    log = io.StringIO()
+    reporter = Reporter(log, state_path=files / "state")
+    token: str | TokenSource = inputs.token.get_secret_value()
+    if app is not None:
+        credentials = AppCredentials.read(
+            inputs.app_id, inputs.app_private_key.get_secret_value(), str(app.installation.id)
+        )
+        token = AppTokenSource(
+            world.session(),
+            ctx.api_url,
+            ctx.repository,
+            credentials,
+            used,
+            api_version=inputs.api_version,
+            on_token=reporter.mask,
+            log=reporter.log,
+        )
     client = GitHubClient(
         world.session(),
         ctx.api_url,
@@ -602,8 +681,6 @@ def _job(  # noqa: PLR0917 (one coordinator's whole set-up)
         api_version=inputs.api_version,
     )
     kind = OriginalCoordinator if variant == "baseline" else Coordinator
-    log = io.StringIO()
-    reporter = Reporter(log, state_path=files / "state")
     coordinator = build_coordinator(kind, inputs, ctx, client, used, reporter, seed=spec.seed)
     return _Job(
         spec.start, index, coordinator, client, step_clock, environ, files, limits, timeout, log
@@ -751,6 +828,7 @@ def _lane_jobs(
         if job.start > clock.monotonic():
             clock.sleep(job.start - clock.monotonic())
         index = job.index
+        _STEP.index = index  # the App's tokens this lane mints now are this coordinator's
         starts[index] = clock.monotonic()  # later than planned if the lane ran late
         _job_starts(world, PARENT_RUN_ID + index, starts[index])
         outcome: JobOutcome | None = None

@@ -302,6 +302,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="requests an hour of the repository's quota; the loads scale with it (250: 22-66)",
     )
+    sweep.add_argument(
+        "--coordinator-quota",
+        type=_positive,
+        default=None,
+        help="the coordinators on a GitHub App installation's bucket of N an hour; --quota stays "
+        "the repository's, which the guards spend",
+    )
     sweep.add_argument("--lanes", type=_lanes, default=None, help="loads of ours, e.g. 44,66")
     sweep.add_argument(
         "--baseline-lanes", type=_lanes, default=None, help="loads of the baseline ('' for none)"
@@ -324,11 +331,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.load_sweep:
         return _load_sweep(args)
-    given = [a for a in ("quota", "lanes", "baseline_lanes") if getattr(args, a) is not None]
+    sweeps = ("quota", "coordinator_quota", "lanes", "baseline_lanes")
+    given = [a for a in sweeps if getattr(args, a) is not None]
     if given or args.etags != "both" or args.no_guards or args.guard_wait is not None:
         parser.error(
-            "--quota, --lanes, --baseline-lanes, --etags, --no-guards and --guard-wait need "
-            "--load-sweep"
+            "--quota, --coordinator-quota, --lanes, --baseline-lanes, --etags, --no-guards and "
+            "--guard-wait need --load-sweep"
         )
     settings = Settings.make(quick=args.quick, latency=args.latency, max_n=args.max_n)
     results = run_bench(settings, log=lambda line: print(line, flush=True))
@@ -354,6 +362,8 @@ def _load_sweep(args: argparse.Namespace) -> int:
         settings = replace(settings, etag_worlds=(args.etags,))
     if args.no_guards:
         settings = replace(settings, guards=False)
+    if args.coordinator_quota is not None:
+        settings = replace(settings, coordinator_quota=args.coordinator_quota)
     if args.guard_wait is not None:
         settings = replace(settings, guard_wait=args.guard_wait)
     print("load sweep (realistic mix at fixed loads; every coordinator run as a job):", flush=True)

@@ -5,6 +5,8 @@
     .venv/bin/python -m bench --load-sweep --quota 250   # the same mix on 250 an hour: 22-66 lanes
     .venv/bin/python -m bench --load-sweep --quota 250 --lanes 44,66 --baseline-lanes= --etags stable
     .venv/bin/python -m bench --load-sweep --lanes 132 --baseline-lanes= --etags stable --guard-wait 0
+    .venv/bin/python -m bench --load-sweep --quota 1000 --coordinator-quota 5000 --lanes 264 \
+        --baseline-lanes= --etags stable   # coordinators on a GitHub App's 5,000, guards on 1,000
 
 A lane runs two coordinators one after the other (the concurrency search's mix and harness,
 `bench.mix.mix_specs`), so N lanes is N coordinators at once and 2N in all. Each coordinator runs
@@ -17,6 +19,9 @@ same quota: when the quota is spent it waits for a reset within its `guard-quota
 twice: with ETags that hold while a resource is unchanged, and with ETags that change on every
 read. `--quota N` runs the same sweep on a quota of N an hour, its loads scaled by N / 1,000
 (N / 100 with `--quick`), so that each load is the same multiple of the saturating one.
+`--coordinator-quota N` puts the coordinators (main and post steps) on a GitHub App
+installation's bucket of N an hour, minting and renewing its tokens as the action does, while
+`--quota` stays the repository's bucket that the guards spend.
 
 Per load, from the fake's ledger and run history (never from the coordinators' own counters):
 coordinators that ended well, failed cleanly (no child of theirs non-terminal when their job
@@ -96,6 +101,9 @@ class SweepSettings:
     jobs: JobLimits = field(default_factory=JobLimits)
     etag_worlds: tuple[ETagPolicy, ...] = ETAG_WORLDS
     guards: bool = True  # each child runs the real guard, on the repository's quota
+    #: the coordinators on a GitHub App installation's bucket of this many an hour (None: on the
+    #: repository's, `mix.quota`, with the guards)
+    coordinator_quota: int | None = None
     #: the guards' `guard-quota-wait-minutes` (None: the input's default; 0: no wait, as before)
     guard_wait: int | None = None
 
@@ -137,6 +145,7 @@ class SweepSettings:
             "jobs": asdict(self.jobs),
             "etag_worlds": list(self.etag_worlds),
             "guards": self.guards,
+            "coordinator_quota": self.coordinator_quota,
             "guard_wait": self.guard_wait,
         }
 
@@ -191,14 +200,36 @@ def load_figures(trial: Trial) -> dict[str, Any]:
         "primary_limited": limits.count("primary"),
         "secondary_limited": limits.count("secondary"),
         "peak_counted_in_quota_window": peak_window(trial),
+        "peak_counted_by_bucket": peak_by_bucket(trial.ledger),
         "peak_points_per_minute": peak_points_per_minute(trial.ledger),
         "errors_by_type": _counts(r.error_type or "none" for r in records if not r.success),
+        "error_samples": error_samples(records),
         **started_cancel_figures(records),
         **guard_figures(trial),
         "job_timeout_minutes": job_timeouts(records),
         "virtual_hours": trial.virtual_seconds / 3600,
         "cpu_seconds": trial.cpu_seconds,
     }
+
+
+def error_samples(records: Sequence[CoordinatorRecord]) -> dict[str, list[dict[str, Any]]]:
+    """A few failures of each kind: when the coordinator ended, its role, its error's start."""
+    samples: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if record.success or record.error_type is None:
+            continue
+        kept = samples.setdefault(record.error_type, [])
+        if len(kept) < SAMPLES:
+            kept.append(
+                {
+                    "coordinator": record.index,
+                    "role": record.role,
+                    "ended_at_s": round(record.ended_at, 1),
+                    "children": len(record.children),
+                    "error": (record.error or "")[:300],
+                }
+            )
+    return samples
 
 
 def started_cancel_figures(records: Sequence[CoordinatorRecord]) -> dict[str, Any]:
@@ -339,6 +370,30 @@ def admission_waits(record: CoordinatorRecord) -> int | None:
     return 0 if not record.log else len(_ADMISSION_LINE.findall(record.log))
 
 
+def peak_by_bucket(ledger: Sequence[LedgerEntry]) -> dict[str, int]:
+    """The most counted in one quota window of each bucket (repository, an App's installation)."""
+    peaks: dict[str, int] = {}
+    windows: dict[str, tuple[float, int]] = {}  # bucket -> (its window's start, counted in it)
+    for entry in ledger:
+        if not entry.counted:
+            continue
+        start, used = windows.get(entry.bucket, (-QUOTA_WINDOW, 0))
+        if entry.time >= start + QUOTA_WINDOW:
+            start, used = entry.time, 0
+        windows[entry.bucket] = (start, used + 1)
+        peaks[entry.bucket] = max(peaks.get(entry.bucket, 0), used + 1)
+    return peaks
+
+
+def _peaks(row: Mapping[str, Any]) -> str:
+    """`peak/h`: one figure on one bucket; with an App, the installation's then the repository's."""
+    by_bucket: dict[str, int] = row.get("peak_counted_by_bucket") or {}
+    if len(by_bucket) <= 1:
+        return str(row["peak_counted_in_quota_window"])
+    app = max((v for k, v in by_bucket.items() if k.startswith("installation:")), default=0)
+    return f"{app}/{by_bucket.get('repository', 0)}"
+
+
 def peak_points_per_minute(ledger: Sequence[LedgerEntry]) -> int:
     """The most secondary-limit points the fake charged in any 60 s (a window at each request)."""
     peak = total = 0
@@ -374,6 +429,7 @@ def run_load(settings: SweepSettings, coordinator: Variant, lanes: int, etags: E
         secondary=settings.secondary,
         jobs=settings.jobs,
         guards=settings.guards,
+        coordinator_quota=settings.coordinator_quota,
         guard_wait=settings.guard_wait,
     )
 
@@ -427,7 +483,7 @@ _COLUMNS: tuple[tuple[str, int, Callable[[Mapping[str, Any]], Any]], ...] = (
     ("sent", 7, lambda r: r["sent"]),
     ("counted", 8, lambda r: r["counted"]),
     ("403/429 p+s", 12, lambda r: f"{r['primary_limited']}+{r['secondary_limited']}"),
-    ("peak/h", 7, lambda r: r["peak_counted_in_quota_window"]),
+    ("peak/h", 11, _peaks),
     ("pts/min", 8, lambda r: r["peak_points_per_minute"]),
     ("guard cnt", 10, lambda r: r["guard_counted"]),
     ("cnt/g", 6, lambda r: r.get("guard_counted_per_guard")),
@@ -446,7 +502,8 @@ _LEGEND = (
     "the one loss invariant 8 allows); t/o: jobs ended by their timeout; "
     "adm: admission waits; late s: worst queue deadline -> cancel POST; sent/counted: requests "
     "(counted: against the primary quota); 403/429 p+s: refusals by the primary quota + the "
-    "secondary limits; peak/h: most counted in one quota window; pts/min: most secondary-limit "
+    "secondary limits; peak/h: most counted in one quota window (with an App: the installation's "
+    "/ the repository's); pts/min: most secondary-limit "
     "points in one minute; guard cnt: the guards' counted requests (own run, parent, run "
     "search, source, own job), on the same quota; cnt/g: per guard; g-wait: guards that waited "
     "for a spent quota's reset (guard-quota-wait-minutes), then ran every check again (or, the "
@@ -474,9 +531,16 @@ def render_sweep(results: Mapping[str, Any]) -> str:
         wait = settings.get("guard_wait")
         wait = DEFAULT_GUARD_WAIT if wait is None else wait
         guards = f"real guards on the quota (guard-quota-wait-minutes {wait})"
+    app = settings.get("coordinator_quota")
+    where = (
+        f"coordinators on a GitHub App installation's {app}/h, guards on the repository's "
+        f"{mix['quota']}/h"
+        if app
+        else f"quota {mix['quota']}/h"
+    )
     lines = [
         (
-            f"runner-queue-fallback load sweep: {mode}; mix {mix['mix']}, quota {mix['quota']}/h, "
+            f"runner-queue-fallback load sweep: {mode}; mix {mix['mix']}, {where}, "
             f"{limits}, {mix['latency']:g} s per reply, {guards}; post step cut off "
             f"{settings['jobs']['post_step_seconds']:g} s after the job's cancellation"
         ),

@@ -162,7 +162,7 @@ def test_the_token_is_renewed_before_it_expires_and_not_sooner():
     assert len(mints(world)) == 2 + 240 // 55
 
 
-def test_a_401_makes_the_next_request_mint_anew():
+def test_a_401_mints_anew_and_the_read_goes_once_more_with_the_fresh_token():
     clock = FakeClock()
     # No renewal ahead, and the runner's clock half a minute behind GitHub's: the token lapses
     # while the runner still thinks it valid.
@@ -171,17 +171,20 @@ def test_a_401_makes_the_next_request_mint_anew():
     reads = client(world, clock, tokens)
     reads.get_run(PARENT)
     clock.advance(3600.0)
-    with pytest.raises(Unauthorized):  # a 401 is not retried by the read itself
-        reads.get_run(PARENT)
-    assert reads.get_run(PARENT).id == PARENT
+    assert reads.get_run(PARENT).id == PARENT  # the 401, a mint, the read again
+    statuses = [e.status for e in world.ledger if e.path.endswith(f"/runs/{PARENT}")]
+    assert statuses == [200, 401, 304]  # the body kept: a conditional read
     assert len(mints(world)) == 2
-    # A token GitHub revoked before its time (here: an injected 401) is renewed too.
+    # A token GitHub revoked before its time (here: an injected 401) is renewed too, once.
     world.inject(Fault(kind="unauthorized", path=f"/actions/runs/{PARENT}$", count=1))
-    with pytest.raises(Unauthorized):
-        reads.get_run(PARENT)
     reads.get_run(PARENT)
     assert len(mints(world)) == 3
     assert tokens.minted == 3
+    # A second 401 in a row is final: the credential itself is refused.
+    world.inject(Fault(kind="unauthorized", path=f"/actions/runs/{PARENT}$", count=2))
+    with pytest.raises(Unauthorized):
+        reads.get_run(PARENT)
+    assert tokens.minted == 4
 
 
 def test_a_static_token_is_not_renewed_and_sent_as_before():
@@ -297,20 +300,21 @@ def test_the_private_key_and_every_token_are_masked_and_never_printed():
     reads = client(world, clock, tokens)
     reads.get_run(PARENT)
     clock.advance(3600.0)
+    reads.get_run(PARENT)  # a 401, then once more with a fresh token
+    world.inject(Fault(kind="unauthorized", path=f"/actions/runs/{PARENT}$", count=2))
     with pytest.raises(Unauthorized) as refused:
         reads.get_run(PARENT)
-    reads.get_run(PARENT)
     reporter.error(str(refused.value))
     for thing in (credentials, tokens, tokens.app_client, tokens._current):
         reporter.log(repr(thing))
     assert world.apps is not None
     minted = list(world.apps.tokens)
-    assert len(minted) == 2
+    assert len(minted) == 3
     output = stream.getvalue()
     masked = [line for line in output.splitlines() if line.startswith("::add-mask::")]
     printed = "\n".join(line for line in output.splitlines() if line not in masked)
     body = [line for line in keys().private_pem.splitlines() if "PRIVATE KEY" not in line]
-    assert len(masked) == 1 + len(body) + 2  # the key, each of its lines, each token
+    assert len(masked) == 1 + len(body) + 3  # the key, each of its lines, each token
     for secret in [keys().private_pem.strip(), *body, *minted]:
         assert secret not in printed
     assert "minted an installation token for octo-org/octo-repo" in printed

@@ -728,7 +728,45 @@ def test_load_sweep_takes_a_quota_lanes_and_one_etag_world(tmp_path):
     assert "real guards on the quota" in text
 
 
-@pytest.mark.parametrize("argv", [["--quota", "250"], ["--lanes", "4"], ["--no-guards"]])
+def test_the_coordinators_spend_an_apps_installation_and_the_guards_the_repository(tmp_path):
+    out = tmp_path / "sweep.json"
+    printed = io.StringIO()
+    argv = ["--load-sweep", "--quick", "--quota", "50", "--coordinator-quota", "400"]
+    argv += ["--lanes", "2", "--baseline-lanes=", "--etags", "stable", "--out", str(out)]
+    with contextlib.redirect_stdout(printed):
+        assert main(argv) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert results["settings"]["coordinator_quota"] == 400
+    [row] = results["tables"]["stable"]
+    assert row["ended_well"] == row["coordinators"] == 4
+    assert row["children_non_terminal_at_end"] == 0
+    peaks = row["peak_counted_by_bucket"]
+    assert set(peaks) == {"repository", "app:31337", next(k for k in peaks if "installation" in k)}
+    assert row["guard_counted"] == peaks["repository"]  # the guards alone on the repository's
+    assert "coordinators on a GitHub App installation's 400/h, guards on the repository's 50/h" in (
+        printed.getvalue()
+    )
+
+
+def test_an_apps_tokens_are_counted_as_their_coordinators_own():
+    specs = [
+        replace(spec, seed=n)
+        for n, spec in enumerate(mix_specs(1, Settings.make(quick=True, latency=0.25, max_n=None)))
+    ]
+    trial = simulate("ours", specs, quota=50, coordinator_quota=400, jobs=JobLimits(), guards=True)
+    installation = {e.bucket for e in trial.ledger if e.bucket.startswith("installation:")}
+    for record in trial.records:
+        assert record.entries
+        assert {e.bucket for e in record.entries} == installation
+        assert [e for e in record.entries if e.path.endswith("/dispatches")]
+    minted = [e for e in trial.ledger if e.path.endswith("/access_tokens")]
+    assert minted
+    assert {e.bucket for e in minted} == {"app:31337"}
+
+
+@pytest.mark.parametrize(
+    "argv", [["--quota", "250"], ["--coordinator-quota", "5000"], ["--lanes", "4"], ["--no-guards"]]
+)
 def test_sweep_options_need_the_load_sweep(argv, capsys):
     with pytest.raises(SystemExit):
         main(["--quick", *argv])

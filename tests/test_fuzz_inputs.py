@@ -368,6 +368,11 @@ INPUT_VALUES: dict[str, st.SearchStrategy[str]] = {
     ),
     # optional: blank is "not given"; a space or a line break is refused like `token`'s
     "runners-token": st.sampled_from(["", "ghs_runnersread0123456789", "ghs_r x", "ghs_r\nx"]),
+    # a GitHub App's inputs: never a usable pair here (no App on this fake: tests/test_app_wiring.py),
+    # so any one given is an error of its own or of the pair's
+    "app-id": st.sampled_from(["", "31337", "Iv23liAbC.d_1", "0", "app", "31337 x"]),
+    "app-private-key": st.sampled_from(["", "not a key", "ghs_x"]),
+    "app-installation-id": st.sampled_from(["", "42", "0", "x"]),
 }
 assert set(INPUT_VALUES) | {"runners"} == set(COORDINATOR_INPUTS)
 

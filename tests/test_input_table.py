@@ -127,8 +127,10 @@ def test_the_guard_has_no_flags_and_no_stand_ins():
     assert all(item.flag is None and item.stand_in is None for item in GUARD.values())
 
 
-def test_every_coordinator_input_but_the_tokens_has_a_flag():
-    assert {n for n, i in COORDINATOR.items() if i.flag is None} == {"token", "runners-token"}
+def test_every_coordinator_input_but_the_credentials_has_a_flag():
+    flagless = {n for n, i in COORDINATOR.items() if i.flag is None}
+    assert flagless == {"token", "runners-token", "app-private-key"}
+    assert flagless == {n for n, i in COORDINATOR.items() if i.secret}
 
 
 def test_flag_help_states_the_tables_default_or_what_omitting_means():

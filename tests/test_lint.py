@@ -559,6 +559,20 @@ CATALOGUE = [
         id="runners-token-from-a-variable",
     ),
     pytest.param(
+        "RQF223",
+        [
+            _add(
+                "c",
+                "          runner-type: cpu\n",
+                "          token: ${{ secrets.PAT }}\n"
+                "          app-id: ${{ vars.APP_ID }}\n"
+                "          app-private-key: ${{ secrets.APP_PRIVATE_KEY }}\n",
+            )
+        ],
+        [("c", "token:")],
+        id="token-beside-the-apps-credentials",
+    ),
+    pytest.param(
         "RQF301",
         [("c", "workflow: runner-worker.yml", "workflow: missing-worker.yml")],
         [("c", "workflow:")],
@@ -1404,6 +1418,50 @@ def test_rqf221_a_github_context_takes_the_coordinators_value(tmp_path):
     (notice,) = [f for f in _with_runners(tmp_path, runners) if f.rule == "RQF221"]
     assert "github.run_id" in notice.message
     assert "the coordinator's value" in notice.message
+
+
+# -- RQF223 and RQF209: the GitHub App's inputs ------------------------------------------------
+
+
+def _with_app(tmp_path: Path, lines: str) -> list[Finding]:
+    _write_pair(tmp_path, [_add("c", "          runner-type: cpu\n", lines)])
+    return [f for f in lint_files(tmp_path / FILES["c"]).findings if f.rule.startswith("RQF2")]
+
+
+APP_LINES = (
+    "          app-id: ${{ secrets.APP_ID }}\n"
+    "          app-private-key: ${{ secrets.APP_PRIVATE_KEY }}\n"
+)
+
+
+def test_app_credentials_from_secrets_alone_are_quiet(tmp_path):
+    """No RQF223 (token is left to default), no RQF209 (secrets fill the App's inputs), no RQF204."""
+    assert _with_app(tmp_path, APP_LINES) == []
+    literal = "          app-id: '31337'\n          app-installation-id: '42'\n"
+    key = "          app-private-key: ${{ secrets.APP_PRIVATE_KEY }}\n"
+    assert _with_app(tmp_path, literal + key) == []
+
+
+def test_rqf202_asks_nothing_of_the_jobs_token_when_the_app_does_the_work(tmp_path):
+    read_only = ("c", "      actions: write\n", "      actions: read\n")
+    app = _add("c", "          runner-type: cpu\n", APP_LINES)
+    _write_pair(tmp_path, [read_only, app])
+    assert lint_files(tmp_path / FILES["c"]).findings == []
+    _write_pair(tmp_path, [read_only])
+    assert [f.rule for f in lint_files(tmp_path / FILES["c"]).findings] == ["RQF202"]
+
+
+def test_rqf223_flags_an_explicit_token_beside_the_app_and_only_then(tmp_path):
+    (finding,) = _with_app(tmp_path, APP_LINES + "          token: ${{ secrets.PAT }}\n")
+    assert (finding.rule, finding.level) == ("RQF223", "warning")
+    assert "never used" in finding.message
+    assert _with_app(tmp_path, "          token: ${{ secrets.PAT }}\n") == []
+
+
+def test_an_app_id_without_its_key_is_refused_as_the_action_refuses_it(tmp_path):
+    (finding,) = _with_app(tmp_path, "          app-id: '31337'\n")
+    assert finding.rule == "RQF204"
+    assert "app-private-key" in finding.message
 
 
 # -- RQF222: where `runners-token` comes from ---------------------------------------------------

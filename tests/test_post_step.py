@@ -47,9 +47,14 @@ NEVER = 10_000.0
 
 
 def post_step(
-    world: FakeGitHub, clock: FakeClock, state: dict[str, str], tmp_path: Path
+    world: FakeGitHub,
+    clock: FakeClock,
+    state: dict[str, str],
+    tmp_path: Path,
+    extra: dict[str, str] | None = None,
 ) -> tuple[int, str]:
     environ = {
+        **(extra or {}),
         "INPUT_TOKEN": POST_TOKEN,
         "INPUT_WORKFLOW": "runner-worker.yml",
         "GITHUB_REPOSITORY": world.repository,

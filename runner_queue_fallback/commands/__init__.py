@@ -27,8 +27,9 @@ if TYPE_CHECKING:
     from runner_queue_fallback.core.inputs import CoordinatorInputs, RunContext
     from runner_queue_fallback.core.main import Main
     from runner_queue_fallback.github.client import GitHubClient
+    from runner_queue_fallback.github.tokens import TokenSource
 
-__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "Command", "Context"]
+__all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "AppInputs", "Command", "Context"]
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -60,9 +61,17 @@ class Context:
         )
 
     def client(
-        self, run: RunContext, token: str, clock: Clock, reporter: Reporter, api_version: str
+        self,
+        run: RunContext,
+        token: str | TokenSource,
+        clock: Clock,
+        reporter: Reporter,
+        api_version: str,
     ) -> GitHubClient:
-        """The GitHub client of a step: this context's HTTP session, logging to its reporter."""
+        """The GitHub client of a step: this context's HTTP session, logging to its reporter.
+
+        `token`: one token for every request, or a source asked before each (`app_tokens`).
+        """
         from runner_queue_fallback.github.client import GitHubClient  # noqa: PLC0415  # --help stays light
 
         return GitHubClient(
@@ -85,6 +94,66 @@ class Context:
         """
         token = inputs.runners_token.get_secret_value()
         return self.client(run, token, clock, reporter, inputs.api_version) if token else None
+
+    def app_tokens(
+        self,
+        run: RunContext,
+        app: AppInputs,
+        clock: Clock,
+        reporter: Reporter,
+        api_version: str,
+    ) -> TokenSource:
+        """The GitHub App's installation tokens for this repository, minted as they are needed.
+
+        The key (and each of its lines) is masked before it is read; every token minted is
+        masked before it is used, and no step saves either.
+
+        Raises:
+            InputErrors: an App input is malformed (the key's value is never repeated).
+
+        """
+        # App credentials load PyJWT and cryptography: only a step given them pays for that.
+        from runner_queue_fallback.github.app_token import AppCredentials, AppTokenSource  # noqa: PLC0415
+
+        reporter.mask(app.private_key)  # before it is read: then each line of it (`secrets`)
+        from runner_queue_fallback.core.errors import InputError, InputErrors  # noqa: PLC0415
+
+        try:
+            credentials = AppCredentials.read(app.app_id, app.private_key, app.installation_id)
+        except InputError as exc:  # a bad input, said as every other one is (exit 2)
+            raise InputErrors([exc]) from None
+        for secret in credentials.secrets():
+            reporter.mask(secret)
+        return AppTokenSource(
+            self.session_factory(),
+            run.api_url,
+            run.repository,
+            credentials,
+            clock,
+            api_version=api_version,
+            on_token=reporter.mask,
+            log=reporter.log,
+        )
+
+
+@dataclass(frozen=True)
+class AppInputs:
+    """A GitHub App's inputs as given (`app-id`, `app-private-key`, `app-installation-id`)."""
+
+    app_id: str
+    private_key: str = field(repr=False)
+    installation_id: str = ""
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str]) -> AppInputs | None:
+        """The App's inputs from the step's environment (the post step's too); None: no App."""
+        from runner_queue_fallback.core.inputs import env_name  # noqa: PLC0415  # --help stays light
+
+        app_id, key, installation = (
+            environ.get(env_name(name), "").strip()
+            for name in ("app-id", "app-private-key", "app-installation-id")
+        )
+        return cls(app_id, key, installation) if app_id and key else None
 
 
 #: What each subcommand module defines as `run`.

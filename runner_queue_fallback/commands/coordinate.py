@@ -10,14 +10,21 @@ from contextlib import contextmanager
 
 from runner_queue_fallback.action.coordinator import Coordinator
 from runner_queue_fallback.action.summary import publish
-from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, Context
+from runner_queue_fallback.commands import EXIT_FAILED, EXIT_OK, AppInputs, Context
 from runner_queue_fallback.commands.flags import warn_unknown_inputs, with_token
 from runner_queue_fallback.core.actions_io import Reporter
+from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import Interrupted, RQFError
 from runner_queue_fallback.core.input_names import COORDINATOR_INPUTS
-from runner_queue_fallback.core.inputs import read_coordinator_inputs, read_run_context
+from runner_queue_fallback.core.inputs import (
+    CoordinatorInputs,
+    RunContext,
+    read_coordinator_inputs,
+    read_run_context,
+)
 from runner_queue_fallback.core.outcome import outcome_of_exception, title
 from runner_queue_fallback.core.profiles import load_profiles
+from runner_queue_fallback.github.tokens import TokenSource
 from runner_queue_fallback.workflow.plan import Plan, make_plan
 
 __all__ = ["run", "signals_interrupt"]
@@ -50,7 +57,13 @@ def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) ->
     reporter.mask(inputs.runners_token.get_secret_value())  # only the pools' access reads
     _say_hosted(make_plan(inputs.pools), reporter)
     clock = ctx.clock_factory()
-    client = ctx.client(context, token, clock, reporter, inputs.api_version)
+    client = ctx.client(
+        context,
+        _credential(inputs, context, ctx, clock, reporter),
+        clock,
+        reporter,
+        inputs.api_version,
+    )
     runners = ctx.runners_client(context, inputs, clock, reporter)  # None without runners-token
     with signals_interrupt() as settle:
         coordinator = Coordinator(
@@ -68,6 +81,32 @@ def _coordinate(environ: Mapping[str, str], ctx: Context, reporter: Reporter) ->
     if runners is not None and runners.stats.sent:
         reporter.log(f"runners-token: {runners.stats.sent} API requests sent (reads only)")
     return EXIT_OK if result.success else EXIT_FAILED
+
+
+def _credential(
+    inputs: CoordinatorInputs, context: RunContext, ctx: Context, clock: Clock, reporter: Reporter
+) -> str | TokenSource:
+    """`token`, or with App credentials the App's installation token for every request.
+
+    `token` defaults to the job's GITHUB_TOKEN, so it is there beside App credentials: the App
+    wins, and the log says so. The signal's cleanup goes through the same client, so it too
+    sends a token minted anew when the one held has expired.
+    """
+    if not inputs.app:
+        return inputs.token.get_secret_value()
+    installation = inputs.app_installation_id
+    app = AppInputs(
+        inputs.app_id,
+        inputs.app_private_key.get_secret_value(),
+        "" if installation is None else str(installation),
+    )
+    tokens = ctx.app_tokens(context, app, clock, reporter, inputs.api_version)
+    reporter.log(
+        f"GitHub App {inputs.app_id}: every request of the coordinator goes out with the App's "
+        "installation token for this repository (the installation's own API quota, minted anew "
+        "before each expires); the token input is not used"
+    )
+    return tokens
 
 
 def _say_hosted(plan: Plan, reporter: Reporter) -> None:

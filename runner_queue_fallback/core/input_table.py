@@ -6,6 +6,9 @@ guard/docker/action.yml. The rest reads an input from here or is checked against
 builds the flags and their help; `lint` takes its stand-ins. The manifests stay hand-written
 (GitHub reads them): tests/test_input_table.py compares each with its table, and the README's
 tables are made from the manifests. Light (no pydantic), so `--help` lists inputs cheaply.
+
+Long because each input of both actions is one row of data, its manifest text word for
+word, read as two tables.
 """
 
 from __future__ import annotations
@@ -42,7 +45,8 @@ class Input:
     flag: str | None = None
     #: the help's parenthesis for an input without a default: what omitting it means
     omitted: str = "default: none"
-    #: what `lint` validates in place of a missing value or an expression
+    #: what `lint` validates in place of a missing value or an expression (of an input that is
+    #: not needed: only when the step sets it)
     stand_in: str | None = None
 
     @property
@@ -274,6 +278,42 @@ COORDINATOR: Final = table(
             "read-only token from a secret: a fine-grained or GitHub App token with organisation "
             "Self-hosted runners (read) and Actions policies (read), never a classic admin:org "
             "token. Blank: those reads are not made."
+        ),
+    ),
+    Input(
+        "app-id",
+        rule="app-id",
+        flag="a GitHub App's ID or client ID; its key comes from INPUT_APP-PRIVATE-KEY",
+        omitted="default: none, token is used",
+        stand_in="1",
+        description=(
+            "Optional GitHub App ID (or client ID). With app-private-key, the coordinator mints "
+            "the App's installation token for this repository only (Actions read and write, "
+            "Contents read) and uses it for every request in place of token, minting a fresh one "
+            "before each expires: the installation has its own API quota, apart from the "
+            "repository's GITHUB_TOKEN. The post step mints its own. Blank: token is used."
+        ),
+    ),
+    Input(
+        "app-private-key",
+        rule="app-private-key",
+        secret=True,
+        stand_in="-----BEGIN RSA PRIVATE KEY----- (stand-in)",
+        description=(
+            "The GitHub App's private key (PEM), passed from a secret such as "
+            "secrets.APP_PRIVATE_KEY. Needed with app-id. Never printed, saved or sent to the "
+            "child."
+        ),
+    ),
+    Input(
+        "app-installation-id",
+        rule="positive-whole-number",
+        flag="the App's installation ID",
+        omitted="default: looked up for this repository",
+        stand_in="1",
+        description=(
+            "Optional ID of the App's installation that reaches this repository. Blank: looked "
+            "up with the App's JWT (GET /repos/{owner}/{repo}/installation)."
         ),
     ),
 )

@@ -134,6 +134,17 @@ class CoordinatorInputs(BaseModel):
     #: the optional read-only token for runner groups and runners (empty: not given); only read
     #: with, never used for a write, saved or sent to the child
     runners_token: SecretStr = SecretStr("")
+    #: a GitHub App's ID or client ID (empty: no App; `token` is used)
+    app_id: str = ""
+    #: the App's private key (PEM; empty without an App): never printed, saved or sent on
+    app_private_key: SecretStr = SecretStr("")
+    #: the App's installation on this repository (None: looked up with the App's JWT)
+    app_installation_id: int | None = None
+
+    @property
+    def app(self) -> bool:
+        """Whether the coordinator's requests go out with the App's installation token."""
+        return bool(self.app_id)
 
 
 class GuardInputs(BaseModel):
@@ -432,6 +443,33 @@ def _text(name: str, raw: str) -> str:
     return raw
 
 
+#: A GitHub App's numeric ID, or its client ID (`Iv` and letters, digits, `.` or `_`).
+APP_ID = re.compile(r"[1-9][0-9]{0,19}|Iv[0-9A-Za-z._]{1,60}")
+
+
+def _app_id(name: str, raw: str) -> str:
+    if not APP_ID.fullmatch(raw):
+        raise InputError(
+            name,
+            "is not a GitHub App's ID or client ID",
+            given=raw,
+            allowed="the App's numeric ID (its settings page, 'App ID') or its client ID (Iv...)",
+        )
+    return raw
+
+
+def _private_key(name: str, raw: str) -> SecretStr:
+    """A PEM key spans lines; `github.app_token.AppCredentials.read` reads it as a key."""
+    if "-----BEGIN" not in raw:
+        raise InputError(
+            name,
+            "is not a PEM private key (its value is not shown)",
+            allowed="the App's private key as GitHub downloads it (-----BEGIN RSA PRIVATE KEY-----"
+            "), passed from a secret",
+        )
+    return SecretStr(raw)
+
+
 def _token(name: str, raw: str) -> SecretStr:
     if any(ch.isspace() for ch in raw):
         raise InputError(name, "must be a token without spaces (its value is not shown)")
@@ -458,6 +496,8 @@ RULES: Mapping[str, Rule] = {
     "source-policy": _choice(("current", "pinned-after-start")),
     "api-version": _choice(API_VERSION_CHOICES),
     "token": _token,
+    "app-id": _app_id,
+    "app-private-key": _private_key,
 }
 #: The rules checked against the profiles rather than by `RULES`.
 PROFILE_RULES = ("runner-type", "runners")
@@ -591,6 +631,10 @@ def read_coordinator_inputs(
     token = reader.get("token", SecretStr(""))
     runners_token = reader.get("runners-token", SecretStr(""))
     api_version: ApiVersionSetting = reader.get("api-version", AUTO)
+    app_id: str = reader.get("app-id", "")
+    app_key = reader.get("app-private-key", SecretStr(""))
+    installation: int | None = reader.get("app-installation-id", None)
+    _app_inputs_together(reader)
     reader.done()
     assert pools is not None  # noqa: S101  # done() raised if runner-type was missing
     return CoordinatorInputs(
@@ -604,7 +648,30 @@ def read_coordinator_inputs(
         token=token,
         api_version=api_version,
         runners_token=runners_token,
+        app_id=app_id,
+        app_private_key=app_key,
+        app_installation_id=installation,
     )
+
+
+#: The GitHub App's inputs: its ID and key come together, and the installation ID only with them.
+_APP_INPUTS = ("app-id", "app-private-key", "app-installation-id")
+
+
+def _app_inputs_together(reader: _Reader) -> None:
+    """Any App input given needs `app-id` and `app-private-key` both; the error names what was set."""
+    given = [name for name in _APP_INPUTS if _raw(reader.environ, name) is not None]
+    missing = [name for name in _APP_INPUTS[:2] if name not in given]
+    if not given or not missing:
+        return
+    for name in given if len(missing) == 2 else given[:1]:
+        reader.errors.append(
+            InputError(
+                name,
+                f"needs {' and '.join(missing)} beside it: give app-id and app-private-key "
+                "together (the key from a secret), or no App input to use token",
+            )
+        )
 
 
 def read_guard_inputs(environ: Mapping[str, str]) -> GuardInputs:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -192,6 +192,8 @@ class FakeApps:
     tokens: dict[str, InstallationToken] = field(default_factory=dict)
     #: Seconds a JWT's `iat` may be ahead of GitHub's clock.
     iat_leeway: float = 0.0
+    #: Told of each token minted (a bench attributes an App's tokens to the step that minted them).
+    on_mint: Callable[[str], None] | None = None
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(4_200_001))
     _minted: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -340,6 +342,8 @@ class FakeApps:
         self.tokens[text] = InstallationToken(
             installation, now + TOKEN_LIFETIME, repositories, permissions
         )
+        if self.on_mint is not None:
+            self.on_mint(text)
         return 201, text
 
 

@@ -343,6 +343,8 @@ class FakeRun:
     pool: PoolKey | None = None
     finished: bool = False  # the job really ended (lagged reports may still say otherwise)
     ready_at: float = 0.0  # no runner may take the job before this (a pool's drawn wait)
+    #: who dispatched it, when not the repository's user: an App's bot (`<slug>[bot]`)
+    actor: str | None = None
     zombie: bool = False  # never shows a job; cancel and force-cancel answer 409 (`Platform`)
     twice: bool = False  # its job also runs on a runner the job never shows (`Platform`)
     requeues_left: int = 0  # runners still to be assigned the job that will not pick it up

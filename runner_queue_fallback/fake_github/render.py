@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime, timedelta
 from email.utils import format_datetime
 from typing import Any
+from urllib.parse import quote
 
 from runner_queue_fallback.fake_github.model import FakeJob, FakeRun, FakeStep, WorkflowFile
 from runner_queue_fallback.fake_github.repo import Comparison
@@ -88,6 +89,7 @@ class Renderer:
             for name, value in (("user", self._user), ("repo", self._repo))
         }
         self._times: dict[int, str] = {}
+        self._bots: dict[str, dict[str, Any]] = {}  # an App's bot by login, built once
 
     def time(self, seconds: float) -> str:
         """ISO-8601 UTC, whole seconds, as GitHub writes timestamps."""
@@ -130,16 +132,35 @@ class Renderer:
         """The repository: a minimal-repository (a copy of the one every run shares)."""
         return copy.deepcopy(self._repo)
 
-    def _build_user(self) -> dict[str, Any]:
-        login, url = "octocat", f"{self.api_url}/users/octocat"
+    def actor_login(self, run: FakeRun) -> str:
+        """Who dispatched `run`: an App's bot, else the repository's user."""
+        return run.actor or str(self._user["login"])
+
+    def _actor(self, run: FakeRun) -> dict[str, Any]:
+        """The run's `actor`: the shared user, or the bot of the App whose token dispatched it."""
+        if run.actor is None:
+            return self._user
+        bot = self._bots.get(run.actor)
+        if bot is None:
+            number = 41898282 + len(self._bots) + 1  # near github-actions[bot]'s 41898282
+            bot = self._bots[run.actor] = self._build_user(run.actor, number, "Bot")
+        return bot
+
+    def _build_user(
+        self, login: str = "octocat", number: int = 583231, kind: str = "User"
+    ) -> dict[str, Any]:
+        """A simple-user; a bot's (`<slug>[bot]`) links to its App's page."""
+        url = f"{self.api_url}/users/{quote(login)}"
+        page = f"apps/{login.removesuffix('[bot]')}" if kind == "Bot" else login
+        node = base64.b64encode(f"04:{kind}{number}".encode()).decode()
         return {
             "login": login,
-            "id": 583231,
-            "node_id": "MDQ6VXNlcjU4MzIzMQ==",
-            "avatar_url": "https://avatars.githubusercontent.com/u/583231?v=4",
+            "id": number,
+            "node_id": node if kind == "Bot" else "MDQ6VXNlcjU4MzIzMQ==",
+            "avatar_url": f"https://avatars.githubusercontent.com/u/{number}?v=4",
             "gravatar_id": "",
             "url": url,
-            "html_url": f"{self.server_url}/{login}",
+            "html_url": f"{self.server_url}/{page}",
             "followers_url": f"{url}/followers",
             "following_url": f"{url}/following{{/other_user}}",
             "gists_url": f"{url}/gists{{/gist_id}}",
@@ -149,7 +170,7 @@ class Renderer:
             "repos_url": f"{url}/repos",
             "events_url": f"{url}/events{{/privacy}}",
             "received_events_url": f"{url}/received_events",
-            "type": "User",
+            "type": kind,
             "site_admin": False,
         }
 
@@ -206,8 +227,8 @@ class Renderer:
             "pull_requests": [],
             "created_at": self.time(run.created_at),
             "updated_at": self.time(updated),
-            "actor": self._user,
-            "triggering_actor": self._user,
+            "actor": self._actor(run),
+            "triggering_actor": self._actor(run),
             "run_attempt": number,
             "referenced_workflows": [],
             "run_started_at": self.time(started),

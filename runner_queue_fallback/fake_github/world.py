@@ -381,9 +381,18 @@ class FakeGitHub(ActionsModel):
             (advance or self.clock.sleep)(self.timings.latency)
         return reply
 
+    def alias_client(self, token: str, party: str) -> None:
+        """The ledger numbers `token`'s requests as `party`'s: one party holding several tokens.
+
+        An App's installation tokens are renewed within one step; a bench counts them as the
+        step's own (`party`: a token that stands for the step, sent or not).
+        """
+        number = self._clients.setdefault(_digest(party), len(self._clients))
+        self._clients[_digest(token)] = number
+
     def client_number(self, token: str) -> int | None:
         """The ledger's number for the client that sent `token`; None if it sent nothing."""
-        return self._clients.get(hashlib.sha256(token.encode()).hexdigest())
+        return self._clients.get(_digest(token))
 
     def _client(self, authorization: str | None) -> int | None:
         if not authorization:
@@ -391,8 +400,7 @@ class FakeGitHub(ActionsModel):
         number = self._authorizations.get(authorization)
         if number is None:  # a token is hashed once, not on every request it sends
             token = authorization.split(" ", 1)[-1].strip()
-            digest = hashlib.sha256(token.encode()).hexdigest()
-            number = self._clients.setdefault(digest, len(self._clients))
+            number = self._clients.setdefault(_digest(token), len(self._clients))
             self._authorizations[authorization] = number
         return number
 
@@ -660,11 +668,20 @@ class FakeGitHub(ActionsModel):
         outcome = self.dispatch(file, data["ref"], inputs)
         if isinstance(outcome, DispatchRefused):
             return outcome.status, error(outcome.message, outcome.status)
+        outcome.actor = self._bot(request)
         if request.version == "2022-11-28" and data.get("return_run_details") is not True:
             return 204, None  # 2022-11-28 says nothing about the run unless asked to
         run_url = f"{self.render.repo_api}/actions/runs/{outcome.id}"
         html_url = f"{self.server_url}/{self.repository}/actions/runs/{outcome.id}"
         return 200, {"workflow_run_id": outcome.id, "run_url": run_url, "html_url": html_url}
+
+    def _bot(self, request: _Request) -> str | None:
+        """The App's bot when an installation token sent `request` (github-api.md 14), else None."""
+        authorization = request.headers.get("authorization")
+        if self.apps is None or self._credential(authorization)[1] != "minted":
+            return None
+        minted = self.apps.minted((authorization or "").split(" ", 1)[-1].strip())
+        return None if minted is None else f"{minted.installation.app.slug}[bot]"
 
     def _get_run(self, request: _Request, run_id: str, n: str | None = None) -> _Served:
         del request
@@ -698,6 +715,7 @@ class FakeGitHub(ActionsModel):
             and self.visible_run(r.id)
             and self.now() >= r.visible_at + self.timings.listing_delay
             and params.get("event", r.event) == r.event
+            and params.get("actor", self.render.actor_login(r)) == self.render.actor_login(r)
             and self._created_ok(r, params.get("created"))
         ]
         runs.sort(key=lambda r: (r.created_at, r.id), reverse=True)
@@ -790,6 +808,11 @@ class FakeGitHub(ActionsModel):
 
 
 _FAULT_LIMITS = {"primary_rate_limit": "primary", "secondary_rate_limit": "secondary"}
+
+
+def _digest(token: str) -> str:
+    """How the ledger knows a token without keeping it."""
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _etag_matches(header: str | None, etag: str) -> bool:

@@ -30,6 +30,7 @@ from runner_queue_fallback.core import timing
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import AppTokenUnavailable, GitHubError, InputError
 from runner_queue_fallback.core.errors import Unauthorized as _Unauthorized
+from runner_queue_fallback.core.inputs import APP_ID
 from runner_queue_fallback.github.client import GitHubClient
 from runner_queue_fallback.github.installations import InstallationToken
 
@@ -60,7 +61,7 @@ JWT_RENEW: Final = 60
 REFRESH_MARGIN: Final = 300.0
 
 _T = TypeVar("_T")
-_APP_ID = re.compile(r"[1-9][0-9]{0,19}|Iv[0-9A-Za-z._]{1,60}")
+
 _INSTALLATION_ID = re.compile(r"[1-9][0-9]{0,19}")
 _PEM_LINE = re.compile(r"-----(BEGIN|END) [A-Z ]+-----")
 
@@ -93,7 +94,7 @@ class AppCredentials:
 
         """
         app_id = app_id.strip()
-        if not _APP_ID.fullmatch(app_id):
+        if not APP_ID.fullmatch(app_id):
             raise InputError(
                 "app-id",
                 "is not a GitHub App's ID or client ID",
@@ -160,6 +161,10 @@ def _load_key(pem: str) -> Any:
 class AppJwt:
     """The App's JWT as a `TokenSource`: signed anew before it expires and after a 401."""
 
+    #: A refused JWT is signed anew (on GitHub's clock), but the request is sent once more by
+    #: `AppTokenSource._with_fresh_jwt`, not by the transport: a mint is no dispatch to repeat.
+    renews = False
+
     def __init__(self, credentials: AppCredentials, clock: Clock) -> None:
         """Sign with `credentials` on `clock` (corrected by `learn_server_date` after a 401)."""
         self._credentials = credentials
@@ -198,6 +203,9 @@ class AppTokenSource:
     A `TokenSource`: give it to `GitHubClient` as its `token`. Its own requests (the installation
     lookup, each mint) go through a second client on the App's JWT, on the same session.
     """
+
+    #: A refused token is followed by a newly minted one.
+    renews = True
 
     def __init__(
         self,

@@ -80,6 +80,11 @@ class Calls:
         self._log = log
         self._repo_path = repo_path
 
+    def log(self, line: str) -> None:
+        """One line in the step's log (when the client was given one)."""
+        if self._log is not None:
+            self._log(line)
+
     def path(self, *segments: str | int) -> str:
         """An API path under this repository, from its segments (see `api_path`)."""
         return self._repo_path + api_path(*segments)
@@ -196,6 +201,9 @@ class Calls:
     ) -> requests.Response:
         """Send one attempt, refusing to start past the deadline or to use a late reply.
 
+        A 401 to a token that renews (an App's installation token) sends it once more with a
+        fresh token: reads and cancels are safe to repeat, and the first created nothing.
+
         `accept_late`: a reply arriving after the deadline is used all the same.
         """
         if deadline is not None and self._clock.monotonic() > deadline:
@@ -203,6 +211,11 @@ class Calls:
         late_ok = None if accept_late else deadline
         try:
             response = self.send(method, path, url=url, attempts=number)
+            if response.status_code == 401 and self.transport.renews:
+                # The token expired or was revoked before the source renewed it: the source was
+                # told, and this read or cancel (safe to repeat) goes once more with a fresh one.
+                self.log(f"{method} {path} -> 401: sent once more with a fresh token")
+                response = self.send(method, path, url=url, attempts=number)
         except TransportError as exc:
             self._refuse_late(method, path, late_ok, str(exc))
             raise

@@ -1,14 +1,16 @@
 """The endpoints of one workflow run: dispatch it, read it and its jobs, cancel it.
 
 Its own module so that each endpoint's contract sits beside its request: the dispatch POST is
-sent exactly once (its doubtful outcomes are `DispatchAmbiguous`), reads and cancellation go
-through `github.calls` with the specification's retries, and a 409 to a cancel is "already
+sent once (its doubtful outcomes are `DispatchAmbiguous`), and once more only after a 401 to a
+token that renews (GitHub refused the credential, so no run exists; docs/departures.md); reads
+and cancellation go through `github.calls` with the specification's retries, and a 409 to a cancel is "already
 completed" only when a fresh read shows the run completed. Listing runs is `github.listing`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -32,6 +34,9 @@ from runner_queue_fallback.github.models import (
 from runner_queue_fallback.github.transport import request_id_note
 from runner_queue_fallback.github.versions import VersionNegotiation
 
+if TYPE_CHECKING:
+    import requests
+
 __all__ = ["Runs"]
 
 
@@ -46,7 +51,7 @@ class Runs:
     def dispatch_workflow(
         self, workflow: str, ref: str, inputs: Mapping[str, str]
     ) -> DispatchResult | None:
-        """Dispatch `workflow` at `ref` once; never retried.
+        """Dispatch `workflow` at `ref` once; retried only after a 401 with a token that renews.
 
         Returns the run details, or None on the older contract (2022-11-28): `204 No Content`
         means "accepted, run unknown", and the run is found by its run-name (`find_runs_by_name`).
@@ -57,19 +62,20 @@ class Runs:
             DispatchAmbiguous: transport error, timeout, 408/5xx, or a 2xx without the expected
                 JSON: a run may exist; recover it by run-name (`find_runs_by_name`).
             GitHubAPIError: any other status (a subclass for 401/403, 404, 409, 422, rate
-                limits): definite, no run was created.
+                limits): definite, no run was created. A 401 to a token that renews (an App's
+                installation token) was followed by one more POST with a fresh token: this is
+                that one's status, or the first 401 when no fresh token could be had.
+            AppTokenUnavailable: no token could be minted for the first POST; nothing was sent.
 
         """
         versions = self._versions
         if versions.detecting:
             self._probe_version(workflow)
         path = self._calls.path("actions", "workflows", workflow, "dispatches")
-        try:
-            response = self._calls.send(
-                "POST", path, json={"ref": ref, "inputs": dict(inputs)}, allow_redirects=False
-            )
-        except TransportError as exc:
-            raise DispatchAmbiguous(path, exc.detail) from None
+        body = {"ref": ref, "inputs": dict(inputs)}
+        response = self._send_dispatch(path, body, 1)
+        if response.status_code == 401 and self._calls.transport.renews:
+            response = self._again_with_fresh_token(path, body, response)
         status = response.status_code
         request_id = request_id_note(response)
         if status == 200:
@@ -97,6 +103,37 @@ class Runs:
         if status == 408 or status >= 500:
             raise DispatchAmbiguous(path, f"HTTP {status}{request_id}")
         raise self._calls.api_error("POST", path, response, attempts=1)
+
+    def _send_dispatch(
+        self, path: str, body: Mapping[str, object], attempt: int
+    ) -> requests.Response:
+        """Send the dispatch POST; a failure in transit is ambiguous (a run may exist)."""
+        try:
+            return self._calls.send(
+                "POST", path, json=body, allow_redirects=False, attempts=attempt
+            )
+        except TransportError as exc:
+            raise DispatchAmbiguous(path, exc.detail) from None
+
+    def _again_with_fresh_token(
+        self, path: str, body: Mapping[str, object], response: requests.Response
+    ) -> requests.Response:
+        """A dispatch GitHub answered 401 created nothing: send it once more with a fresh token.
+
+        The token source was told of the 401 (an installation token that expired or was
+        revoked) and mints anew; when it cannot, the first 401 stands (nothing more was sent).
+        """
+        refused = self._calls.api_error("POST", path, response, attempts=1)
+        self._calls.log(
+            f"POST {path} -> 401 {refused.reply}: GitHub refused the token, so no run was "
+            "created; the dispatch is sent once more with a fresh token"
+        )
+        try:
+            return self._send_dispatch(path, body, 2)
+        except DispatchAmbiguous:
+            raise
+        except GitHubError as exc:  # no fresh token could be minted
+            raise refused from exc
 
     def _probe_version(self, workflow: str) -> None:
         """Settle the version with a read (one cheap list page) before the first dispatch."""

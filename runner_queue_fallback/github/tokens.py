@@ -16,6 +16,10 @@ __all__ = ["StaticToken", "TokenSource"]
 class TokenSource(Protocol):
     """The credential of each request, asked for anew before each one is sent."""
 
+    #: Whether a token refused (401) is followed by a fresh one: a dispatch GitHub refused
+    #: with 401 created nothing, and is sent once more only then (`github.runs`).
+    renews: bool
+
     def token(self) -> str:
         """The token to send now (a source that mints may send requests of its own first).
 
@@ -32,6 +36,9 @@ class StaticToken:
     """One token for the whole run: the job's `GITHUB_TOKEN` or a token given as an input."""
 
     __slots__ = ("_token",)
+
+    #: The one token: a 401 is final.
+    renews = False
 
     def __init__(self, token: str) -> None:
         """Hand out `token` for every request."""

@@ -125,6 +125,11 @@ class Transport:
         }
         self._cache: dict[str, Cached] = {}
 
+    @property
+    def renews(self) -> bool:
+        """Whether a request refused with 401 would go out again with a fresh token."""
+        return self._source is not None and self._source.renews
+
     def url(self, path: str, params: Mapping[str, str]) -> str:
         """The full URL of an API path; query values keep `/`, `:` readable."""
         query = f"?{urlencode(params, safe='/:')}" if params else ""

@@ -118,7 +118,8 @@ _RULES = (
     Rule(
         "RQF202",
         "error",
-        "coordinator: job permissions include `actions: write` and `contents: read`",
+        "coordinator: job permissions include `actions: write` and `contents: read` (without an "
+        "App's credentials)",
     ),
     Rule(
         "RQF203",
@@ -138,7 +139,11 @@ _RULES = (
         "error",
         "coordinator: source-ref, source-sha, workflow-ref not from PR-controlled values",
     ),
-    Rule("RQF209", "error", "coordinator: no `${{ secrets.* }}` in any input but `token`"),
+    Rule(
+        "RQF209",
+        "error",
+        "coordinator: no `${{ secrets.* }}` in any input but the credentials and `app-id`",
+    ),
     Rule("RQF210", "warning", "coordinator: a matrix of coordinators sets `strategy.max-parallel`"),
     Rule("RQF211", "warning", "coordinator: every `with:` key is an input of the action"),
     Rule(
@@ -187,6 +192,11 @@ _RULES = (
         "RQF222",
         "notice",
         "coordinator: `runners-token` comes from a secret or a step's output, not `GITHUB_TOKEN`",
+    ),
+    Rule(
+        "RQF223",
+        "warning",
+        "coordinator: not both `token` and the GitHub App's credentials (the App's token wins)",
     ),
     Rule("RQF301", "error", "pair: the child workflow file named by `workflow` exists"),
     Rule(

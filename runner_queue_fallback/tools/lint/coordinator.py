@@ -83,6 +83,9 @@ _RUN_REF_MEANS = {
     "worker tests other code than the check reports on",
 }
 _HOSTED_LABEL = re.compile(r"^(ubuntu|windows|macos)-", re.IGNORECASE)
+#: The inputs a secret may fill (RQF209): the credentials, and the App's ID (kept as a secret by
+#: many; it is sent nowhere but to GitHub as the JWT's issuer).
+_MAY_HOLD_SECRETS = frozenset({*SECRET_INPUTS, "app-id"})
 
 
 def _input_fix(name: str) -> str:
@@ -134,6 +137,7 @@ def lint_coordinator(
             )
     note_runners_expressions(path, step.line("runners"), step.text("runners"), report)
     note_runners_token(path, step.inputs.get("runners-token"), report)
+    _token_beside_app(step, report)
     inputs = _validate(step, report, profiles)
     hosted = _hosted_label(step.job)
     need = _timeout(step, inputs, hosted, report) if inputs is not None else None
@@ -224,8 +228,9 @@ def _validate(
         if name in _POOL_INPUTS and not plannable:
             continue
         value = step.checkable(name) if name not in SECRET_INPUTS else None
-        if value is not None or name in _STAND_INS:
-            environ[env_name(name)] = value if value is not None else _STAND_INS[name]
+        stand_in = _STAND_INS.get(name) if COORDINATOR[name].needed or step.text(name) else None
+        if value is not None or stand_in is not None:
+            environ[env_name(name)] = value if value is not None else str(stand_in)
     try:
         inputs = read_coordinator_inputs(environ, profiles)
     except InputErrors as exc:
@@ -510,6 +515,9 @@ def _runner(step: CoordinatorStep, report: Findings) -> None:
 
 
 def _permissions(step: CoordinatorStep, report: Findings) -> None:
+    """RQF202; with App credentials the App's token does the coordinator's work, not the job's."""
+    if step.text("app-id"):
+        return
     job_level = step.job.get("permissions")
     node = job_level if job_level is not None else step.workflow.root.get("permissions")
     value = permissions_of(node)
@@ -557,7 +565,7 @@ def _trust(step: CoordinatorStep, report: Findings) -> None:
                 f"take `{name}` from an approval gate (a dispatch input or a trusted job output)",
             )
     for name, node in step.inputs.items():
-        if name not in SECRET_INPUTS and has_secret(node.text):
+        if name not in _MAY_HOLD_SECRETS and has_secret(node.text):
             report.add(
                 path,
                 node.line,
@@ -566,6 +574,24 @@ def _trust(step: CoordinatorStep, report: Findings) -> None:
                 "the child run",
                 "keep secrets out of the coordinator's inputs; the child must not need them",
             )
+
+
+def _token_beside_app(step: CoordinatorStep, report: Findings) -> None:
+    """RQF223: `token` set explicitly beside the App's credentials is never used.
+
+    `token` defaults to the job's GITHUB_TOKEN, so only a `token:` the workflow writes is flagged.
+    """
+    node = step.inputs.get("token")
+    if node is None or not (node.text or "").strip() or not step.text("app-id"):
+        return
+    report.add(
+        step.workflow.path,
+        node.line,
+        "RQF223",
+        "`token` is set, but with `app-id` and `app-private-key` the coordinator sends every "
+        "request with the App's installation token: `token` is never used",
+        "remove `token:` (the App's token is used), or the App inputs (to spend `token`'s quota)",
+    )
 
 
 def _pull_request(step: CoordinatorStep, report: Findings) -> None:
