@@ -399,7 +399,8 @@ def test_input_flag_help_states_the_defaults_of_action_yml():
     assert set(INPUT_HELP) == set(COORDINATOR_INPUTS) - {
         "token",
         "runners-token",
-    }  # no flag takes a token
+        "app-private-key",
+    }  # no flag takes a credential
 
 
 def test_lint_with_nothing_to_check_says_so_and_exits_two(tmp_path: Path):
