@@ -100,6 +100,9 @@ def test_a_pool_proven_unable_to_serve_is_skipped_at_once_and_the_next_serves(re
     assert served["attempt"] == 2
     assert served["outcome"] == "run success, worker success"
     assert f"candidate 1/2 ({FIRST} / {CPU16}): skipped ({reason}): " in run.log
+    assert (
+        f"candidate 2/2 ({GROUP} / {CPU8}): runner group {GROUP} exists, grants {REPO}" in run.log
+    )
     assert f"**Skipped:** candidate 1 ({FIRST} / {CPU16}), {reason}: " in run.summary
     assert "| 1 | nv-cpu-first / linux-amd64-cpu16 | 1 min | - | - | skipped |" in run.summary
     # No dispatch to the skipped pool, and no queue time: the one dispatch goes out at once.
