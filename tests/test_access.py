@@ -111,6 +111,26 @@ def test_a_pool_proven_unable_to_serve_is_skipped_at_once_and_the_next_serves(re
     assert post < 10.0, post
 
 
+def test_a_restriction_is_compared_with_the_commit_the_preflight_read():
+    """An entry naming workflow-ref's commit admits the child (usable, dispatched); one naming
+    another commit is proven not to (skipped): the access reads know the commit."""
+    path = f"{REPO}/.github/workflows/runner-worker.yml"
+    same = world({"restricted_to_workflows": True, "selected_workflows": ()})
+    commit = same.world.refs["heads/main"]
+    owners = same.world.org_runners
+    assert owners is not None
+    owners.groups[0].selected_workflows = (f"{path}@{commit}",)
+    run = same.run()
+    assert run.exit_code == 0, run.log
+    assert dispatched_to(same) == [CPU16]
+    assert f"candidate 1/2 ({FIRST} / {CPU16}): runner group {FIRST} exists" in run.log
+    other = world({"restricted_to_workflows": True, "selected_workflows": (f"{path}@{'b' * 40}",)})
+    run = other.run()
+    assert run.exit_code == 0, run.log
+    assert dispatched_to(other) == [CPU8]
+    assert attempts(run)[0]["skip-reason"] == "workflow-not-admitted"
+
+
 def test_a_policy_that_leaves_the_repository_out_skips_every_pool_as_no_pool():
     """The policy is the organisation's: no candidate can run, nothing is dispatched."""
     s = world({}, enabled_repositories="none")
