@@ -100,12 +100,35 @@ def test_a_pool_proven_unable_to_serve_is_skipped_at_once_and_the_next_serves(re
     assert served["attempt"] == 2
     assert served["outcome"] == "run success, worker success"
     assert f"candidate 1/2 ({FIRST} / {CPU16}): skipped ({reason}): " in run.log
+    assert (
+        f"candidate 2/2 ({GROUP} / {CPU8}): runner group {GROUP} exists, grants {REPO}" in run.log
+    )
     assert f"**Skipped:** candidate 1 ({FIRST} / {CPU16}), {reason}: " in run.summary
     assert "| 1 | nv-cpu-first / linux-amd64-cpu16 | 1 min | - | - | skipped |" in run.summary
     # No dispatch to the skipped pool, and no queue time: the one dispatch goes out at once.
     assert dispatched_to(s) == [CPU8]
     [post] = dispatch_posts(s.world)
     assert post < 10.0, post
+
+
+def test_a_restriction_is_compared_with_the_commit_the_preflight_read():
+    """An entry naming workflow-ref's commit admits the child (usable, dispatched); one naming
+    another commit is proven not to (skipped): the access reads know the commit."""
+    path = f"{REPO}/.github/workflows/runner-worker.yml"
+    same = world({"restricted_to_workflows": True, "selected_workflows": ()})
+    commit = same.world.refs["heads/main"]
+    owners = same.world.org_runners
+    assert owners is not None
+    owners.groups[0].selected_workflows = (f"{path}@{commit}",)
+    run = same.run()
+    assert run.exit_code == 0, run.log
+    assert dispatched_to(same) == [CPU16]
+    assert f"candidate 1/2 ({FIRST} / {CPU16}): runner group {FIRST} exists" in run.log
+    other = world({"restricted_to_workflows": True, "selected_workflows": (f"{path}@{'b' * 40}",)})
+    run = other.run()
+    assert run.exit_code == 0, run.log
+    assert dispatched_to(other) == [CPU8]
+    assert attempts(run)[0]["skip-reason"] == "workflow-not-admitted"
 
 
 def test_a_policy_that_leaves_the_repository_out_skips_every_pool_as_no_pool():
