@@ -289,6 +289,23 @@ def test_a_child_the_post_step_cannot_read_is_cancelled_anyway(tmp_path: Path):
     assert f"Cancel requested for child run {child.run_id}" in log
 
 
+def test_a_child_read_only_by_its_confirmation_is_linked_by_its_job(tmp_path: Path):
+    """The post step's first read of the child fails; the confirmation's reads see its job."""
+    child = Child()
+    run = rf"/actions/runs/{child.run_id}$"
+    child.world.faults.add(Fault("forbidden", method="GET", path=run, count=1))
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 0, log
+    assert f"Could not read child run {child.run_id}: GET " in log
+    job = child.world.runs[child.run_id].job
+    assert job is not None
+    job_url = (
+        f"{child.world.server_url}/octo-org/octo-repo/actions/runs/{child.run_id}/job/{job.id}"
+    )
+    assert f" \u2014 View worker job logs here: {job_url}" in log
+
+
 def test_a_running_child_is_not_said_to_be_completed(tmp_path: Path):
     child = Child()
     state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
