@@ -294,6 +294,61 @@ def test_a_child_the_post_step_cannot_read_is_cancelled_anyway(tmp_path: Path):
     assert f"Cancel requested for child run {child.run_id}" in log
 
 
+def test_a_child_read_only_by_its_confirmation_is_linked_by_its_job(tmp_path: Path):
+    """The post step's first read of the child fails; the confirmation's reads see its job."""
+    child = Child()
+    run = rf"/actions/runs/{child.run_id}$"
+    child.world.faults.add(Fault("forbidden", method="GET", path=run, count=1))
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 0, log
+    assert f"Could not read child run {child.run_id}: GET " in log
+    job = child.world.runs[child.run_id].job
+    assert job is not None
+    job_url = (
+        f"{child.world.server_url}/octo-org/octo-repo/actions/runs/{child.run_id}/job/{job.id}"
+    )
+    assert f" \u2014 View worker job logs here: {job_url}" in log
+
+
+def test_a_child_never_read_is_linked_by_the_run_link_the_main_step_saved(tmp_path: Path):
+    child = Child(Fault("forbidden", method="GET", path=r"/actions/runs/9\d{9}$"))
+    saved = f"https://github.test/octo-org/octo-repo/actions/runs/{child.run_id}"
+    state = {
+        "request-id": "rqf-1",
+        "child-run-id": str(child.run_id),
+        "child-request-id": "rqf-1",
+        "child-run-url": saved,
+    }
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 1
+    label = "View worker job logs here (run link: the job link is not available)"
+    assert f" \u2014 {label}: {saved}" in log
+
+
+def _jobs_without_links(method: str, path: str, reply: Reply, world: FakeGitHub) -> Reply | None:
+    """A server that lists jobs with an empty `html_url`."""
+    del method, world
+    body = json_body(reply)
+    if not JOBS_PATH.search(path) or not isinstance(body, dict):
+        return None
+    jobs = [{**job, "html_url": ""} for job in body.get("jobs", [])]
+    return with_json(reply, {**body, "jobs": jobs})
+
+
+def test_a_job_listed_without_its_link_is_linked_under_its_run(tmp_path: Path):
+    """As the main step links it: the run's link, `/job/`, the job's id."""
+    child = Child()
+    Tamper(child.world, [_jobs_without_links]).install()
+    state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
+    code, log = post_step(child.world, child.clock, state, tmp_path)
+    assert code == 0, log
+    job = child.world.runs[child.run_id].job
+    assert job is not None
+    job_url = f"https://github.test/octo-org/octo-repo/actions/runs/{child.run_id}/job/{job.id}"
+    assert f" \u2014 View worker job logs here: {job_url}" in log
+
+
 def test_a_running_child_is_not_said_to_be_completed(tmp_path: Path):
     child = Child()
     state = {"request-id": "rqf-1", "child-run-id": str(child.run_id), "child-request-id": "rqf-1"}
