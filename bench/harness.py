@@ -1,5 +1,8 @@
 """Run coordinators (ours or the baseline) in one simulated repository and read what GitHub saw.
 
+Long (one fleet run) because lanes, the runner participant, guards on the quota and the per-
+coordinator records share one virtual clock and one world.
+
 Every figure comes from the fake GitHub's request ledger and run history, never from the
 coordinators' own logs or counters: the same source for ours and for the baseline.
 
@@ -21,9 +24,6 @@ count against the repository's quota like any other; a spent quota makes it wait
 within its `guard-quota-wait-minutes` (`guard_wait`: that input; None, its default) and refuse the
 workload otherwise (it fails closed). Without, the fake's guard step just passes after 2 s, sending
 nothing.
-
-Long because one fleet run: lanes, the runner participant, guards on the quota and the
-per-coordinator records share one virtual clock and one world.
 """
 
 from __future__ import annotations

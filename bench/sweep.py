@@ -1,5 +1,8 @@
 """The load sweep: the realistic mix at fixed loads, every coordinator run as a job to its end.
 
+Long (one measurement) because the sweep's loads, its loss and guard columns and their table are
+read together.
+
     .venv/bin/python -m bench --load-sweep            # full: 88-264 lanes of ours, 4-12 of the baseline
     .venv/bin/python -m bench --load-sweep --quick    # small loads, short horizons, a 100-request quota
     .venv/bin/python -m bench --load-sweep --quota 250   # the same mix on 250 an hour: 22-66 lanes
@@ -34,9 +37,6 @@ cancelled at their job's timeout during a quota wait the coordinator had warned 
 guards sent, how many waited for a reset, how many refused for a spent quota, and of those how
 many with the reset (read from the fake's ledger) within their wait; each role's job
 `timeout-minutes`.
-
-Long because the sweep's loads, its loss and guard columns and their table are one
-measurement read together.
 """
 
 from __future__ import annotations

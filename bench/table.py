@@ -1,9 +1,9 @@
 """The bench's figures, their ratios to the baseline, the targets, and the printed table.
 
+Long (a table of data) because its rows, read as one list, are most of the module.
+
 The table is data: `SECTIONS` lists its rows (a label, where the value comes from, how it is
 formatted and which ratio to the baseline goes with it); `render` only walks it.
-
-Long because the table is data: its rows, read as one list, are most of the module.
 """
 
 from __future__ import annotations

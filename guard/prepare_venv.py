@@ -1,5 +1,8 @@
 """Make the guard's Python environment for this job: a fresh venv with exactly the locked packages.
 
+Long (one standard-library script) because it runs before anything is installed, so pip's
+isolation, the transport keys read from pip's config files and the venv check must be one file.
+
 Run by guard/action.yml (the composite guard) with the runner's Python 3.11+ in isolated mode
 (`python -I guard/prepare_venv.py`). Standard library only: nothing is installed yet.
 
@@ -29,10 +32,6 @@ Run by guard/action.yml (the composite guard) with the runner's Python 3.11+ in 
 - The guard's own code is not installed: a .pth file, written after that check, puts this action's
   checkout (the commit the child pins) on the venv's path, as PYTHONPATH=/app does in the image.
 - Writes `python=<the venv's interpreter>` to $GITHUB_OUTPUT for the guard step.
-
-Long because standard library only and run as one file before anything is installed, it
-must hold pip's isolation, the transport keys read from pip's config files, and the venv check in
-one script.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Mutation testing of the core: a small ast-based runner of our own (scripts/mutate runs it).
 
+Long (a self-contained runner) because sites, self-check, map, fork, results and report run as one
+script.
+
 Why our own: mutmut 3 rewrites every function into a trampoline inside the package, which the
 pydantic models and the architecture tests of this repository do not survive unchanged; this
 runner never touches the working tree and is predictable on a shared 2-core machine.
@@ -34,9 +37,6 @@ How it works:
    reviewed, one line of reason each), every other survivor and the invalid mutants (out of the
    total). Exit status 1 when a survivor is not on the equivalent list, a mutant is invalid, a
    module was refused or is under `--min-score` (killed / (total - equivalent)).
-
-Long because a self-contained runner (sites, self-check, map, fork, results, report)
-run as one script.
 """
 
 from __future__ import annotations

@@ -1,5 +1,9 @@
 """The child's startup guard: the first step of the worker job, before any workload code runs.
 
+Long (every check of the guard) because identity, request id, parent, coordinator ref, copies,
+source and runner share one 2-minute deadline and one report, and a pass refused for a spent quota
+is waited out and run again in the same place.
+
     attempt, request id (no API request) -> own run identity -> parent run active, of the
     coordinator workflow in this repository (at coordinator-ref), started before this child ->
     no earlier run bearing the request id -> source ref at source-sha -> own job on this runner
@@ -25,10 +29,6 @@ One departure (docs/departures.md): a pass refused because the primary API quota
 its reset at most `guard-quota-wait-minutes` away (all waits together), waits for the reset on the
 Clock and runs every check again from the start, with a new deadline, under the same rules; a
 reset further away, or none the replies name, fails closed as before, naming it.
-
-Long because every check of the guard (identity, request id, parent, coordinator
-ref, copies, source, runner) shares one 2-minute deadline and one report, and a pass refused for
-a spent quota is waited out and run again in the same place.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """Why a job would wait and never start: each candidate's runner group, read with `runners-token`.
 
+Long (every runner-group check) because each check, and the "not checked" naming each permission it
+needs, is kept in one place that `preflight` and the coordinator's `pool_access` both read.
+
 github-api.md 13. For each self-hosted candidate: the group exists (the organisation's whole
 listing holds its name, letter case ignored; never judged on a 404 alone), it grants this
 repository, its workflow restriction admits the child at `workflow-ref`, the organisation's policy
@@ -8,9 +11,6 @@ candidate's labels. A candidate without a group is checked against the groups th
 use. Each check passes, FAILs with the fix, is not checked (why, naming the permission it needs)
 or not proven. `preflight` prints them; `pool_access` asks the same checks (not the runner
 counts) before a dispatch.
-
-Long because every check, and the "not checked" naming each permission it
-needs, is kept in one place that `preflight` and the coordinator's `pool_access` both read.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """One exception tree for everything the action reports to its user.
 
+Long (the whole error tree) because each error keeps its fix text, so that every message a user
+meets is in one place.
+
     RQFError
     ├── InputError            an action input is missing or invalid (no API request was made)
     ├── InputErrors           every invalid input of one reading, reported together (exit code 2)
@@ -29,9 +32,6 @@
 Every message says what happened, why it usually happens and how to fix it. None carries the token.
 The fixes a user meets first are module-level constants (`FIX_*`, listed in `TROUBLESHOOTING`), so
 the list of messages in docs/troubleshooting.md can be compared with the program's.
-
-Long because the whole error tree with each error's fix text, so that every message a
-user meets is in one place.
 """
 
 from __future__ import annotations

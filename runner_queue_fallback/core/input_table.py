@@ -1,14 +1,14 @@
 """Each input of the two actions, described once: name, manifest text, rule, default and help.
 
+Long (two tables of data) because each input of both actions is one row, its manifest text word for
+word.
+
 `COORDINATOR` holds action.yml's inputs, `GUARD` those of guard/action.yml and
 guard/docker/action.yml. The rest reads an input from here or is checked against it:
 `core/inputs.py` takes each input's rule, default and whether it is needed; `commands/flags.py`
 builds the flags and their help; `lint` takes its stand-ins. The manifests stay hand-written
 (GitHub reads them): tests/test_input_table.py compares each with its table, and the README's
 tables are made from the manifests. Light (no pydantic), so `--help` lists inputs cheaply.
-
-Long because each input of both actions is one row of data, its manifest text word for
-word, read as two tables.
 """
 
 from __future__ import annotations

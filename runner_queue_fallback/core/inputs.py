@@ -1,11 +1,11 @@
 """The action inputs, read the way a container action receives them, with every rule of the spec.
 
+Long (every input rule) because each rule of the specification, with its error text and
+suggestions, is validated in one model so errors are collected per input.
+
 A Docker action gets each input as `INPUT_<NAME>` with the name upper-cased and hyphens kept
 (`INPUT_SOURCE-REF`); a blank value means the input was omitted. Every error names the input as
 spelled in action.yml, shows what was given (never the token) and what is allowed.
-
-Long because every input rule of the specification, with its error text and
-suggestions, validated in one model so errors are collected per input.
 """
 
 from __future__ import annotations

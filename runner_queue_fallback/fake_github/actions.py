@@ -1,12 +1,12 @@
 """The Actions state machine of the fake GitHub: dispatch, scheduling, cancellation.
 
+Long (the Actions state machine) because dispatch, scheduling, re-queue, zombies and cancels move
+runs and jobs through one timeline.
+
 `ActionsModel` owns runs and pools on top of the repository content (`repo.py`) and moves them
 through time. It catches up with the shared clock whenever the clock moves (`on_advance`) and before
 every request, stopping at each guard start to run the worker hook (`hooks.py`); a reentrant call
 (the worker hook making requests or sleeping) sees the model as it is and returns.
-
-Long because the Actions state machine (dispatch, scheduling, re-queue, zombies,
-cancels) moves runs and jobs through one timeline.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GitHub's 2026-03-10 JSON shapes for the model's objects (checked against the official models).
 
-Long because every object the fake serves (runs, jobs, refs, tags, files, comparisons)
-is written with the same repository URLs, clock and shared user and repository.
+Long (every object the fake serves) because runs, jobs, refs, tags, files and comparisons are
+written with the same repository URLs, clock and shared user and repository.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """The fake GitHub: the Actions model behind GitHub's REST API, with faults, ETags and a quota.
 
+Long (one REST surface over one model) because routing, ETags, quota buckets, credentials and
+faults all read and charge the same world.
+
 Every adapter (a `requests` transport, `responses` callbacks, a loopback HTTP server) calls one
 `FakeGitHub.handle(method, path_and_query, headers, body) -> Reply`. A request is served as the
 API version it asks for: 2022-11-28 without `X-GitHub-Api-Version` (dispatch answers 204), 400 for
@@ -19,9 +22,6 @@ spent. `etags="every-read"` gives every reply a new ETag, so that no conditional
 answered 304 (GitHub only implies that an unchanged resource keeps its ETag; this is the world
 where it does not). GitHub Apps (`add_app`, `install_app`; `fake_github/apps.py`) mint
 installation tokens that expire after an hour of virtual time.
-
-Long because the REST surface of the fake (routing, ETags, quota buckets, credentials,
-faults) over one model.
 """
 
 from __future__ import annotations

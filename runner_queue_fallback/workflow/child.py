@@ -1,10 +1,10 @@
 """Rules for the child workflow: one guarded, read-only `worker` job started only by dispatch.
 
+Long (the child workflow's rules) because one rule per function, each with its message and fix; the
+rule table is workflow/model.py's.
+
 `lint` reports them, and the coordinator checks its child file with them (and with the inputs it
 sends, RQF302) before its first dispatch.
-
-Long because one rule per function for the child workflow, each with its message and
-fix; the rule table is workflow/model.py's.
 """
 
 from __future__ import annotations

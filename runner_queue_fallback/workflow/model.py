@@ -1,7 +1,6 @@
 """A workflow as lint and the coordinator read it: rule table, findings, YAML nodes, `uses` refs.
 
-Long because the rule table (every rule's id, level and summary) is data read as one
-list.
+Long (the rule table) because every rule's id, level and summary is data read as one list.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rules for the coordinator step: its inputs, its job's permissions and timeout, and trust.
 
-Long because one rule per function for the coordinator step, and the timeout rules that
-replay `plan`.
+Long (the coordinator step's rules) because one rule per function for the coordinator step, and the
+timeout rules that replay `plan`.
 """
 
 from __future__ import annotations
