@@ -25,16 +25,22 @@ def dispatch_posts(world: FakeGitHub) -> list[float]:
 
 
 def counted_dispatch_posts(world: FakeGitHub) -> list[float]:
-    """Dispatch POSTs as invariant 4 counts them: not one answered 401.
+    """Dispatch POSTs as invariant 4 counts them: not one answered 401 or by a rate limit.
 
-    GitHub refused that one's credential and created nothing; the same dispatch may go once more
-    with a fresh token (an App's installation token that expired: docs/departures.md).
+    GitHub refused that one and created nothing: after a 401 the same dispatch may go once more
+    with a fresh token (an App's installation token that expired), after a rate limit once more
+    after admission's wait (docs/departures.md).
     """
     return [
         e.time
         for e in world.ledger
-        if e.method == "POST" and e.path.endswith("/dispatches") and e.status != 401
+        if e.method == "POST" and e.path.endswith("/dispatches") and not created_nothing(e)
     ]
+
+
+def created_nothing(entry: LedgerEntry) -> bool:
+    """A dispatch reply that says no run was made and lets the coordinator send it again."""
+    return entry.status == 401 or rate_limited(entry)
 
 
 def _after_refused_credential(world: FakeGitHub, entry: LedgerEntry) -> bool:
@@ -102,10 +108,10 @@ def check_invariants(world: FakeGitHub, run: SimulationRun, *, candidates: int) 
         assert last.workload_started_at is not None
         assert run.outputs["run-id"] == str(last.run_id)
     # 4. The dispatch POST is sent at most once per candidate: never twice for one request id.
-    # One answered 401 created nothing, and may be sent once more with a fresh token.
+    # One answered 401 or by a rate limit created nothing, and may be sent once more.
     assert len(counted_dispatch_posts(world)) <= candidates
-    unauthorized = [e for e in world.ledger if e.path.endswith("/dispatches") and e.status == 401]
-    assert len(dispatch_posts(world)) <= candidates + len(unauthorized)
+    again = [e for e in world.ledger if e.path.endswith("/dispatches") and created_nothing(e)]
+    assert len(dispatch_posts(world)) <= candidates + len(again)
     request_ids = [kid.request_id for kid in kids]
     assert len(set(request_ids)) == len(request_ids), (
         f"a request id was dispatched twice: {request_ids}"
@@ -303,17 +309,29 @@ def check_spec_bounds(  # noqa: C901, PLR0912, PLR0915  # one list of the spec's
                 reissued = 0
 
     # -- dispatches: once per candidate, in order, to the candidate's pool -----------------
+    # (once more, with a new request id, after one that created nothing: a rate limit)
     coordinator = by_client.get(_client_of(world, TOKEN), [])
+    coordinator_entries = entries.get(_client_of(world, TOKEN), [])
     dispatches = [
         s for s in coordinator if s.method == "POST" and s.url.split("?")[0].endswith("/dispatches")
     ]
     request_ids = [s.inputs.get("request-id", "") for s in dispatches]
-    assert len(set(request_ids)) == len(request_ids), "two dispatches of one request"
-    for number, send in enumerate(dispatches, start=1):
-        assert request_ids[number - 1].startswith(f"rqf-{PARENT_RUN_ID}-1-{number}-")
+    number, again, last_id, seen = 0, False, "", set()
+    for send, entry in zip(coordinator, coordinator_entries, strict=True):
+        if send not in dispatches:
+            continue
+        request_id = send.inputs.get("request-id", "")
+        # one refused by a rate limit goes again with its request id, so that should GitHub
+        # ever have made a run of the first, the guard lets only the earlier run the workload
+        assert request_id == last_id if again else request_id not in seen, (
+            "two dispatches of one request"
+        )
+        seen.add(request_id)
+        number = number if again else number + 1
+        assert request_id.startswith(f"rqf-{PARENT_RUN_ID}-1-{number}-")
         assert send.inputs["runner"] == candidates[number - 1].runner_json()
+        again, last_id = created_nothing(entry), request_id
     # The outputs describe the last dispatch sent: one GitHub refused (4xx, not 408) is none.
-    coordinator_entries = entries.get(_client_of(world, TOKEN), [])
     refused = {
         send.inputs.get("request-id", "")
         for send, entry in zip(coordinator, coordinator_entries, strict=True)

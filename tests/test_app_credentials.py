@@ -13,20 +13,26 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from runner_queue_fallback.cli import main
 from runner_queue_fallback.core.clock import FakeClock
+from runner_queue_fallback.core.errors import AppTokenUnavailable, NotFound
 from runner_queue_fallback.fake_github.apps import AppKeys, FakeInstallation, generate_app_keys
 from runner_queue_fallback.fake_github.faults import Fault
 from runner_queue_fallback.fake_github.model import WORKER_TOKEN, Timings, Workload
 from runner_queue_fallback.fake_github.world import FakeGitHub
 from runner_queue_fallback.github.app_token import AppCredentials, AppTokenSource
 from runner_queue_fallback.github.client import GitHubClient
+from runner_queue_fallback.github.runs import Runs
 from runner_queue_fallback.tools.simulate.steps import SimulationRun, guard_hook
 from tests.invariants import children
 from tests.scenario import CPU8, CPU16, FOREVER, minute_queues
 from tests.test_post_step import busy_world, post_step
 from tests.test_sim_support import child_inputs
+
+if TYPE_CHECKING:
+    import pytest
 
 APP_ID = 31337
 BOT = "rqf-coordinator[bot]"
@@ -165,6 +171,86 @@ def test_a_static_token_answered_401_is_never_sent_again():
     assert result.exit_code == 1
     assert [e.status for e in s.world.ledger if e.path.endswith(DISPATCHES)] == [401]
     assert children(s.world) == []
+
+
+def test_a_mint_refused_by_the_secondary_limit_before_any_child_is_an_admission_wait():
+    """A fleet starting together: the first mint meets the secondary limit past its retries.
+    No child exists, so admission waits (GitHub's minute plus a spread) and the mint goes again."""
+    s = minute_queues(CPU16).pools([], labels=[CPU16])
+    with_app(s.world)
+    s.world.inject(
+        Fault(kind="secondary_rate_limit", method="POST", path=r"/access_tokens$", end=150.0)
+    )
+    result = s.run(app_inputs())
+    assert result.exit_code == 0, result.log
+    mints = [e.status for e in s.world.ledger if e.path.endswith("/access_tokens")]
+    assert mints[0] == 403
+    assert 201 in mints
+    assert "::warning title=Waiting for GitHub's secondary rate limit::" in result.log
+    [dispatch] = [e for e in s.world.ledger if e.path.endswith(DISPATCHES)]
+    assert dispatch.status == 200
+    assert dispatch.time > 150.0
+    assert len(children(s.world)) == 1
+    assert_never_shown(s.world, result)
+
+
+def test_a_dispatch_401_whose_fresh_token_meets_the_secondary_limit_goes_after_the_wait():
+    """The 401 created nothing; the fresh token could not be minted (a rate limit): admission
+    waits, then the whole check before the dispatch and the dispatch run again."""
+    s = minute_queues(CPU16, timings=Timings(latency=0.25)).pools([], labels=[CPU16])
+    with_app(s.world)
+    s.world.inject(Fault(kind="unauthorized", method="POST", path=r"/dispatches$", count=1))
+    after_the_first_mint = 1.0
+    s.world.inject(
+        Fault(
+            kind="secondary_rate_limit",
+            method="POST",
+            path=r"/access_tokens$",
+            start=after_the_first_mint,
+            end=200.0,
+        )
+    )
+    result = s.run(app_inputs())
+    assert result.exit_code == 0, result.log
+    assert [e.status for e in s.world.ledger if e.path.endswith(DISPATCHES)] == [401, 200]
+    assert len(children(s.world)) == 1
+    assert result.outputs["attempts"] == "1"
+    assert "::warning title=Waiting for GitHub's secondary rate limit::" in result.log
+
+
+def test_no_token_for_the_dispatch_is_a_refusal_and_the_post_step_looks_for_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+):
+    """The dispatch's token could not be minted: the POST was never sent, so no run can exist
+    and the post step has no run-name to list (before, it looked for 2 minutes)."""
+    dispatching = False
+    real_dispatch, real_token = Runs.dispatch_workflow, AppTokenSource.token
+
+    def dispatch(self: Runs, *args: Any) -> Any:
+        nonlocal dispatching
+        dispatching = True
+        try:
+            return real_dispatch(self, *args)
+        finally:
+            dispatching = False
+
+    def token(self: AppTokenSource) -> str:
+        if dispatching:  # the installation is gone by the time of the dispatch
+            gone = NotFound("POST", "/app/installations/1/access_tokens", 404, "Not Found")
+            raise AppTokenUnavailable(str(APP_ID), "octo-org/octo-repo", 1, gone)
+        return real_token(self)
+
+    monkeypatch.setattr(Runs, "dispatch_workflow", dispatch)
+    monkeypatch.setattr(AppTokenSource, "token", token)
+    s = minute_queues(CPU16).pools([], labels=[CPU16])
+    with_app(s.world)
+    result = s.run(app_inputs())
+    assert result.exit_code == 1
+    assert [e for e in s.world.ledger if e.path.endswith(DISPATCHES)] == []
+    assert children(s.world) == []
+    assert result.outputs["attempts"] == "0"
+    assert "no installation token" in result.log.lower() or "installation" in result.log
+    assert "run-name" not in result.post_log, result.post_log
 
 
 def test_the_post_step_mints_its_own_token_and_cancels(tmp_path: Path):

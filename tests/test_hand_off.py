@@ -141,6 +141,19 @@ def test_what_is_saved_is_what_the_post_step_reads_the_last_value_winning():
     assert loaded.request_id == loaded.child_request_id == "rqf-1"
 
 
+def test_a_dispatch_sent_again_after_its_refusal_is_pending_again():
+    """A rate limit refused it, and the same request id goes again: should that reply be lost,
+    the post step must look for the run, not read the old refusal."""
+    state = StateFile()
+    hand_off.save_dispatch(state, "rqf-1", AT, "2026-03-10")
+    hand_off.save_refused(state, "rqf-1")
+    assert HandOff.from_saved(dict(state.saved)).refused_request_id == "rqf-1"
+    hand_off.save_dispatch(state, "rqf-1", AT, "2026-03-10", again=True)
+    loaded = HandOff.from_saved(dict(state.saved))
+    assert loaded.request_id == "rqf-1"
+    assert loaded.refused_request_id == ""
+
+
 def test_values_are_kept_as_saved_and_read_leniently():
     """The text stays as saved; a run id may carry space, and what cannot be read is None."""
     saved = HandOff(child_run_id=" 17\n", child_copies="18, x,,19 ", dispatched_at="yesterday")

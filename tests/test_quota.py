@@ -237,23 +237,142 @@ def test_quota_spent_during_the_cancellation_proof_stops_and_cleans_up_after_the
     assert len(refused(s)) <= 1
 
 
-def test_a_long_retry_after_before_dispatch_fails_with_no_child():
-    """Before any dispatch the spec's rule holds: a retry-after over a minute is not retried."""
-    long_wait = Fault(
+def _long_retry_after(path: str = "/git/ref/", method: str = "GET", count: int = 1) -> Fault:
+    """A secondary limit asking two minutes, before any dispatch (the source ref's read)."""
+    return Fault(
         kind="secondary_rate_limit",
-        method="GET",
-        path="/git/ref/",
+        method=method,
+        path=path,
         start=0.0,
         end=10.0,
-        count=1,
+        count=count,
         retry_after=120,
     )
-    s = Scenario(faults=[long_wait]).pools([], [], [])
+
+
+def test_a_long_retry_after_before_dispatch_is_an_admission_wait():
+    """A departure: no child exists, so the two minutes asked are waited (plus a random spread)
+    within admission-timeout-minutes, never a minute early; then every check and the dispatch."""
+    s = Scenario(faults=[_long_retry_after()]).pools([], [], [])
     result = s.run()
+    assert result.exit_code == 0, result.log
+    assert "retry after 120s" in result.log
+    [wait] = s.clock.sleeps[:1]
+    assert 120 <= wait <= 120 + timing.SECONDARY_SPREAD_SECONDS
+    assert "::warning title=Waiting for GitHub's secondary rate limit::" in result.log
+    [dispatched] = dispatch_posts(s.world)
+    assert dispatched >= wait
+    reads = [e for e in coordinator_requests(s) if "/git/ref/" in e.path]
+    assert [e.status for e in reads[:2]] == [403, 200], "the source is read again after the wait"
+    assert reads[1].time >= wait
+
+
+def test_a_long_retry_after_before_dispatch_fails_with_no_child_at_admission_timeout_zero():
+    """The spec's rule with `admission-timeout-minutes: 0`: not retried, no child, input named."""
+    s = Scenario(faults=[_long_retry_after()]).pools([], [], [])
+    result = s.run({"admission-timeout-minutes": "0"})
     assert result.exit_code == 1
     assert dispatch_posts(s.world) == []
     assert "retry after 120s" in result.log
     assert s.clock.sleeps == [], "not retried a minute early"
+    assert "beyond what is left of admission-timeout-minutes (0); no child was dispatched" in (
+        result.log
+    )
+
+
+def test_a_dispatch_refused_by_the_secondary_limit_goes_again_after_the_wait():
+    """A departure: the refusal created nothing, so after admission's wait every check before
+    the dispatch runs again and the dispatch goes once more, with the same request id."""
+    refused_once = Fault(
+        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
+    )
+    s = Scenario(faults=[refused_once]).pools([])
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    first, second = dispatch_posts(s.world)
+    assert 60 <= second - first <= 60 + timing.SECONDARY_SPREAD_SECONDS + 5
+    sent = [e for e in coordinator_requests(s) if e.path.endswith("/dispatches")]
+    assert [e.status for e in sent] == [403, 200]
+    between = [e.path for e in coordinator_requests(s, first + 1, second + 0.001)]
+    assert any("/git/ref/" in path for path in between), "the source is checked again"
+    [kid] = children(s.world)
+    assert result.outputs["attempts"] == "1"
+    assert result.outputs["run-id"] == str(kid.run_id)
+    assert f"Dispatch of child {kid.request_id} refused by a rate limit" in result.log
+    assert "::warning title=Waiting for GitHub's secondary rate limit::" in result.log
+    assert "run-name" not in result.post_log, "the post step has no lost dispatch to look for"
+
+
+def test_a_dispatch_sent_again_whose_reply_is_lost_is_found_by_its_run_name_and_cancelled():
+    """The refusal is over once the dispatch goes again: a lost reply to that one is recovered
+    as any lost reply is (the run found by its run-name, cancelled, no other pool)."""
+    s = Scenario(
+        faults=[
+            Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1),
+            Fault(kind="lost_reply", method="POST", path=r"/dispatches$", count=1),
+        ]
+    ).pools(FOREVER, [])
+    result = s.run()
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 2
+    [kid] = children(s.world)
+    assert kid.conclusion == "cancelled"
+    assert "the dispatch reply was lost" in result.log
+    assert f"run {kid.run_id} with run-name {kid.request_id} was found" in result.log
+
+
+def test_a_dispatch_refused_by_the_secondary_limit_at_admission_timeout_zero_stops():
+    """With no admission budget the refusal is final (the spec's rule): one POST, no child."""
+    refused_once = Fault(
+        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
+    )
+    s = Scenario(faults=[refused_once]).pools([])
+    result = s.run({"admission-timeout-minutes": "0"})
+    assert result.exit_code == 1
+    assert len(dispatch_posts(s.world)) == 1
+    assert children(s.world) == []
+    assert "admission-timeout-minutes (0); no child was dispatched" in result.log
+
+
+@pytest.mark.parametrize(
+    ("latency", "ended_by"),
+    [(0.0, "retry 2 of 2 in 60s"), (0.25, "did not show as active within 2 minutes")],
+)
+def test_the_parent_check_refused_past_its_grace_is_checked_again_after_the_wait(
+    latency: float, ended_by: str
+):
+    """The secondary limit refuses the parent's read through its 2-minute grace (its retries end
+    it, or with replies that take time the grace itself): that grace was never the parent's, so
+    admission waits and the check starts again, with a new grace."""
+    parent_refused = Fault(
+        kind="secondary_rate_limit",
+        method="GET",
+        path=rf"/actions/runs/{PARENT_RUN_ID}$",
+        end=150.0,
+        retry_after=60,
+    )
+    s = Scenario(faults=[parent_refused], timings=Timings(latency=latency)).pools([])
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    assert ended_by in result.log
+    assert "::warning title=Waiting for GitHub's secondary rate limit::" in result.log
+    reads = [e for e in coordinator_requests(s) if e.path.endswith(f"/runs/{PARENT_RUN_ID}")]
+    assert reads[-1].status == 200
+    assert reads[-1].time >= 150.0
+    assert len(dispatch_posts(s.world)) == 1
+
+
+def test_secondary_limits_before_the_dispatch_share_the_admission_budget():
+    """Refused again and again: the waits add up against admission-timeout-minutes, then stop."""
+    always = Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", retry_after=60)
+    s = Scenario(faults=[always]).pools([])
+    result = s.run({"admission-timeout-minutes": "10"})
+    assert result.exit_code == 1
+    assert children(s.world) == []
+    waits = [w for w in s.clock.sleeps if w >= 60]
+    assert sum(waits) <= 10 * 60
+    assert len(dispatch_posts(s.world)) == len(waits) + 1
+    assert "admission-timeout-minutes (10); no child was dispatched" in result.log
 
 
 def test_a_long_retry_after_once_a_child_exists_is_waited_out():

@@ -51,9 +51,9 @@ from runner_queue_fallback.core.actions_io import Reporter
 from runner_queue_fallback.core.clock import Clock
 from runner_queue_fallback.core.errors import (
     Cancelled,
+    GitHubError,
     Interrupted,
     QueuesExhausted,
-    RateLimited,
     RQFError,
     SequenceError,
     UnexpectedError,
@@ -67,7 +67,7 @@ __all__ = ["Attempt", "Coordinator", "Result"]  # the ledger types are re-export
 _T = TypeVar("_T")
 
 
-#: At most this many waits for a spent quota before one dispatch (each also counts against
+#: At most this many waits for a rate limit before one dispatch (each also counts against
 #: admission-timeout-minutes, which normally ends the waiting first).
 _ADMISSION_ROUNDS = 12
 
@@ -192,7 +192,8 @@ class Coordinator:
                 return access.check_access(seq, attempt, self._pool_access())
             case Next.DISPATCH:
                 job_time.check_dispatch(seq, attempt)  # after a quota wait: fit in the job, or stop
-                attempt.request_id = self._request_id(attempt.number)  # GitHub's time, just before
+                if not attempt.request_id:  # one a rate limit refused goes again as it was
+                    attempt.request_id = self._request_id(attempt.number)  # GitHub's time, now
                 return dispatch.dispatch(seq, attempt)
             case Next.STARTUP:
                 return startup.wait_for_startup(seq, attempt)
@@ -222,10 +223,11 @@ class Coordinator:
     def _admitted(self, attempt: Attempt) -> Phase[PhaseResult]:
         """The reads before a dispatch (the parent check before the first), with admission.
 
-        No child exists yet: a read refused because the quota is spent is one more admission
-        wait (until the reset, within admission-timeout-minutes), not the end of the sequence.
-        Each refusal costs a wait, so the rounds are bounded by the admission budget; the bound
-        below only guards against a server that keeps refusing with a reset already past.
+        No child exists yet: a read refused by a rate limit (a spent quota, or the secondary limit
+        a fleet starting together meets) is one more admission wait within
+        admission-timeout-minutes, not the end of the sequence. Each refusal costs a wait, so the
+        rounds are bounded by the admission budget; the bound below only guards against a server
+        that keeps refusing with a reset already past.
         """
         seq = self.seq
         for _ in range(_ADMISSION_ROUNDS):
@@ -245,16 +247,17 @@ class Coordinator:
                     self._job_end_read = True
                 yield from quota.admit(seq, attempt)
                 yield from dispatch.preflight(seq, attempt)
-            except RateLimited as exc:
-                if exc.basis != "reset":  # a secondary limit: the spec's rule decides
+            except (GitHubError, SequenceError) as exc:
+                limit = quota.rate_limit_behind(exc)
+                if limit is None:
                     raise
                 seq.report.log(f"Before dispatching candidate {attempt.number}: {exc}")
-                yield from quota.admit(seq, attempt)  # it said 0 left: wait for the reset, or fail
+                yield from quota.wait_out_limit(seq, attempt, limit)  # or fail, with no child
             else:
                 return PhaseResult(Next.ACCESS)
         raise SequenceError(
-            f"the API quota was still refused after {_ADMISSION_ROUNDS} waits for its reset; no "
-            f"child was dispatched for candidate {attempt.number}"
+            f"the API's rate limits still refused after {_ADMISSION_ROUNDS} waits; no child was "
+            f"dispatched for candidate {attempt.number}"
         )
 
     def _pool_access(self) -> PoolAccess:

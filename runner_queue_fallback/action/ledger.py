@@ -81,6 +81,7 @@ def _apply_to_attempt(seq: SequenceState, attempt: Attempt, fact: Fact) -> None:
             attempt.state, attempt.skip = AttemptState.SKIPPED, skip
         case DispatchSent(expected, at, waited):
             seq.expected = expected
+            attempt.state = AttemptState.NOT_DISPATCHED  # until its reply: a refusal is over
             attempt.dispatched_at = at
             seq.waited_at_dispatch = waited
             seq.in_flight = attempt

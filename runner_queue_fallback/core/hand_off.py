@@ -135,9 +135,16 @@ def _save(out: StateFile, **values: str) -> None:
         out.save_state(_KEYS[name], value)
 
 
-def save_dispatch(out: StateFile, request_id: str, at: datetime, api_version: str) -> None:
-    """Before a dispatch's POST: its request id, when, and the API version the post step speaks."""
+def save_dispatch(
+    out: StateFile, request_id: str, at: datetime, api_version: str, *, again: bool = False
+) -> None:
+    """Before a dispatch's POST: its request id, when, and the API version the post step speaks.
+
+    `again`: the same request id goes once more after a refusal, which no longer stands.
+    """
     _save(out, request_id=request_id, dispatched_at=at.isoformat(), api_version=api_version)
+    if again:
+        _save(out, refused_request_id="")
 
 
 def save_refused(out: StateFile, request_id: str) -> None:

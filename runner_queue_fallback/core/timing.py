@@ -80,6 +80,9 @@ PATIENT_RATE_LIMIT_WAITS: Final = 4
 # Admission before a dispatch: when the quota is short, the wait until the reset gets a random
 # extra of up to this much, so coordinators that waited together do not all wake together.
 ADMISSION_SPREAD_SECONDS: Final = 300.0
+# A secondary limit before any child: GitHub's wait gets a random extra of up to this much, so
+# coordinators refused in the same minute (a fleet that started together) come back apart.
+SECONDARY_SPREAD_SECONDS: Final = 120.0
 # `admission-timeout-minutes`: the most a sequence may wait for admission in all (its default is
 # in core/input_table.py).
 ADMISSION_MINUTES_MAX: Final = HOSTED_JOB_LIMIT_MINUTES

@@ -2,7 +2,8 @@
 
 "The workflow-definition SHA is checked for each dispatch." "Dispatch POSTs are never retried; ...
 an ambiguous response is recovered by the unique run-name for cancellation, never by dispatching a
-duplicate."
+duplicate." A dispatch refused by a rate limit created nothing: after admission's wait it is sent
+again, with its request id, once every check before it has passed again (a departure).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from runner_queue_fallback.action.attempts import Attempt, AttemptState
 from runner_queue_fallback.action.cleanup import RunNameSearch
 from runner_queue_fallback.action.observe import Expected
-from runner_queue_fallback.action.sequence import run_name
+from runner_queue_fallback.action.sequence import admission, run_name
 from runner_queue_fallback.action.sequence.child_workflow import read_definition
 from runner_queue_fallback.action.sequence.facts import (
     Became,
@@ -28,6 +29,7 @@ from runner_queue_fallback.action.sequence.quota_pause import through_quota
 from runner_queue_fallback.action.sequence.state import SequenceState
 from runner_queue_fallback.core import hand_off, timing
 from runner_queue_fallback.core.errors import (
+    AppTokenUnavailable,
     DeadlineExceeded,
     DispatchAmbiguous,
     GitHubAPIError,
@@ -68,7 +70,10 @@ def dispatch(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult]:
         "runner": attempt.candidate.runner_json(),
         "workload": seq.inputs.workload,
     }
-    hand_off.save_dispatch(seq.report, attempt.request_id, seq.clock.now(), seq.client.version)
+    again = attempt.state is AttemptState.REFUSED  # by a rate limit: its refusal is over
+    hand_off.save_dispatch(
+        seq.report, attempt.request_id, seq.clock.now(), seq.client.version, again=again
+    )
     yield DispatchSent(expected, seq.clock.monotonic(), seq.client.stats.quota_waited)
     try:
         reply = seq.client.dispatch_workflow(seq.inputs.workflow, seq.inputs.workflow_ref, inputs)
@@ -76,12 +81,21 @@ def dispatch(seq: SequenceState, attempt: Attempt) -> Phase[PhaseResult]:
         yield Became(AttemptState.REPLY_LOST)
         seq.report.warning(str(exc), title="Ambiguous dispatch")
         return (yield from _recover_lost_dispatch(seq, attempt))
-    except GitHubAPIError:
-        # A definite refusal (4xx, never 408: that one is ambiguous): no run was created, so
-        # neither this step nor the post step has anything to look for or clean up.
+    except (GitHubAPIError, AppTokenUnavailable) as exc:
+        # A definite refusal (4xx, never 408: that one is ambiguous), or no token to send it
+        # with: no run was created, so neither this step nor the post step has anything to look
+        # for or clean up. A rate limit is admission's: wait, then check and dispatch again.
         yield DispatchRefused()
         hand_off.save_refused(seq.report, attempt.request_id)
-        raise
+        limit = admission.rate_limit_behind(exc)
+        if limit is None:
+            raise
+        seq.report.log(
+            f"Dispatch of child {attempt.request_id} refused by a rate limit, so no run was "
+            f"created; it goes again, with the same request id, after admission's wait: {exc}"
+        )
+        yield from admission.wait_out_limit(seq, attempt, limit)
+        return PhaseResult(Next.ADMISSION)
     if reply is None:  # the older contract: accepted, run unknown (run_name.py)
         hand_off.save_api_version(seq.report, seq.client.version)  # a 204 may have moved it
         found = yield from run_name.find_dispatched_run(seq, attempt)
