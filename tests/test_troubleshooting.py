@@ -125,6 +125,10 @@ PRODUCERS: dict[str, Callable[[], str]] = {
     "quota-refused": lambda: _coordinate(
         child=DEFAULT_CHILD, spend=960, inputs={"admission-timeout-minutes": "0"}
     ),
+    "secondary-limit-warning": lambda: _coordinate(
+        child=DEFAULT_CHILD,
+        fault=Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1),
+    ),
     "parent-cancelled": lambda: _simulate("parent-cancelled"),
     "guard-refused": lambda: _guard(request_id="hello"),
     "guard-403": lambda: _guard(fault=Fault(kind="forbidden")),

@@ -181,8 +181,9 @@ COORDINATOR: Final = table(
         flag="0 to 360; 0 fails at once on a low API quota",
         description=(
             "Minutes (0 to 360) the whole sequence may wait, before its dispatches, for the "
-            "repository's shared API quota to cover one more candidate; past it the job fails with"
-            " no child dispatched. 0 fails at once."
+            "repository's shared API quota to cover one more candidate, or for GitHub's secondary "
+            "rate limit to let its requests through; past it the job fails with no child "
+            "dispatched. 0 fails at once."
         ),
     ),
     Input(
