@@ -264,6 +264,7 @@ class CoordinatorSpec:
     execution_minutes: int = 90
     lane: int | None = None  # coordinators of one lane run one after another in one thread
     seed: int = 0  # the coordinator's random source, where it takes one
+    admission_minutes: int | None = None  # its `admission-timeout-minutes` (None: the default)
 
 
 @dataclass
@@ -725,6 +726,8 @@ def _environ(
         "token": token,
         "runners": json.dumps(runners),
     }
+    if spec.admission_minutes is not None:
+        inputs["admission-timeout-minutes"] = str(spec.admission_minutes)
     return coordinator_environ(
         world, with_defaults(world, inputs), files, parent_run_id=parent, token=token
     )

@@ -36,6 +36,8 @@ class Settings:
     horizon: float = 3600.0  # each coordinator of the concurrency mix runs about this long
     stagger: float = 300.0  # their starts spread over this many seconds
     generations: int = 2  # each of the N lanes runs this many coordinators back to back
+    #: the coordinators' `admission-timeout-minutes` (None: the input's default, 60)
+    admission_minutes: int | None = None
     ladder: tuple[int, ...] = (4, 8, 16, 32, 64, 96, 128, 192, 256)
     max_n: int = 256
     cold_runs: int = 7
@@ -130,6 +132,13 @@ def mix_specs(count: int, settings: Settings) -> list[CoordinatorSpec]:
             letter = settings.mix[index % len(settings.mix)]
             start = generation * (horizon + 120) + (index * GOLDEN) % 1.0 * settings.stagger
             specs.append(
-                CoordinatorSpec(ROLES[letter], roles[letter], round(start, 1), execution, index)
+                CoordinatorSpec(
+                    ROLES[letter],
+                    roles[letter],
+                    round(start, 1),
+                    execution,
+                    index,
+                    admission_minutes=settings.admission_minutes,
+                )
             )
     return specs

@@ -328,15 +328,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="MINUTES",
         help="the guards' guard-quota-wait-minutes (default: the input's, 10; 0: fail closed)",
     )
+    sweep.add_argument(
+        "--admission-minutes",
+        type=_minutes,
+        default=None,
+        metavar="MINUTES",
+        help="the coordinators' admission-timeout-minutes (default: the input's, 60)",
+    )
     args = parser.parse_args(argv)
     if args.load_sweep:
         return _load_sweep(args)
     sweeps = ("quota", "coordinator_quota", "lanes", "baseline_lanes")
     given = [a for a in sweeps if getattr(args, a) is not None]
-    if given or args.etags != "both" or args.no_guards or args.guard_wait is not None:
+    waits = (args.guard_wait, args.admission_minutes)
+    if given or args.etags != "both" or args.no_guards or waits != (None, None):
         parser.error(
-            "--quota, --coordinator-quota, --lanes, --baseline-lanes, --etags, --no-guards and "
-            "--guard-wait need --load-sweep"
+            "--quota, --coordinator-quota, --lanes, --baseline-lanes, --etags, --no-guards, "
+            "--guard-wait and --admission-minutes need --load-sweep"
         )
     settings = Settings.make(quick=args.quick, latency=args.latency, max_n=args.max_n)
     results = run_bench(settings, log=lambda line: print(line, flush=True))
@@ -366,6 +374,10 @@ def _load_sweep(args: argparse.Namespace) -> int:
         settings = replace(settings, coordinator_quota=args.coordinator_quota)
     if args.guard_wait is not None:
         settings = replace(settings, guard_wait=args.guard_wait)
+    if args.admission_minutes is not None:
+        settings = replace(
+            settings, mix=replace(settings.mix, admission_minutes=args.admission_minutes)
+        )
     print("load sweep (realistic mix at fixed loads; every coordinator run as a job):", flush=True)
     results = sweep.run_sweep(settings, log=lambda line: print(line, flush=True))
     print()

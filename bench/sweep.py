@@ -8,6 +8,8 @@ read together.
     .venv/bin/python -m bench --load-sweep --quota 250   # the same mix on 250 an hour: 22-66 lanes
     .venv/bin/python -m bench --load-sweep --quota 250 --lanes 44,66 --baseline-lanes= --etags stable
     .venv/bin/python -m bench --load-sweep --lanes 132 --baseline-lanes= --etags stable --guard-wait 0
+    .venv/bin/python -m bench --load-sweep --lanes 132 --baseline-lanes= --etags stable \
+        --guard-wait 60 --admission-minutes 120   # a fleet past its quota, as it is advised to
     .venv/bin/python -m bench --load-sweep --quota 1000 --coordinator-quota 5000 --lanes 264 \
         --baseline-lanes= --etags stable   # coordinators on a GitHub App's 5,000, guards on 1,000
 
@@ -365,6 +367,12 @@ def job_timeouts(records: Sequence[CoordinatorRecord]) -> dict[str, list[float]]
 _ADMISSION_LINE = re.compile(r"^::warning title=Waiting for API quota::", re.MULTILINE)
 
 
+def _admission(mix: Mapping[str, Any]) -> str:
+    """The coordinators' admission-timeout-minutes in the header, when the sweep set it."""
+    minutes = mix.get("admission_minutes")
+    return "" if minutes is None else f", admission-timeout-minutes {minutes}"
+
+
 def admission_waits(record: CoordinatorRecord) -> int | None:
     """How often the coordinator waited for admission before a dispatch: its warnings about it."""
     return 0 if not record.log else len(_ADMISSION_LINE.findall(record.log))
@@ -541,7 +549,7 @@ def render_sweep(results: Mapping[str, Any]) -> str:
     lines = [
         (
             f"runner-queue-fallback load sweep: {mode}; mix {mix['mix']}, {where}, "
-            f"{limits}, {mix['latency']:g} s per reply, {guards}; post step cut off "
+            f"{limits}, {mix['latency']:g} s per reply, {guards}{_admission(mix)}; post step cut off "
             f"{settings['jobs']['post_step_seconds']:g} s after the job's cancellation"
         ),
         _job_timeout_line(results),

@@ -765,12 +765,35 @@ def test_an_apps_tokens_are_counted_as_their_coordinators_own():
 
 
 @pytest.mark.parametrize(
-    "argv", [["--quota", "250"], ["--coordinator-quota", "5000"], ["--lanes", "4"], ["--no-guards"]]
+    "argv",
+    [
+        ["--quota", "250"],
+        ["--coordinator-quota", "5000"],
+        ["--lanes", "4"],
+        ["--no-guards"],
+        ["--guard-wait", "10"],
+        ["--admission-minutes", "120"],
+    ],
 )
 def test_sweep_options_need_the_load_sweep(argv, capsys):
     with pytest.raises(SystemExit):
         main(["--quick", *argv])
     assert "need --load-sweep" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("minutes", "fails"), [(None, False), (0, True)])
+def test_the_sweeps_admission_minutes_reach_every_coordinator(minutes: int | None, fails: bool):
+    """`--admission-minutes`: each coordinator's `admission-timeout-minutes` (0 fails at once on
+    a quota other workflows spent; the default waits for the reset)."""
+    settings = replace(
+        Settings.make(quick=True, latency=0.25, max_n=None), admission_minutes=minutes
+    )
+    specs = [replace(spec, seed=n) for n, spec in enumerate(mix_specs(1, settings))]
+    assert {spec.admission_minutes for spec in specs} == {minutes}
+    trial = simulate("ours", specs, quota=50, jobs=JobLimits(), quota_spent_at=[0.0])
+    refused = [r for r in trial.records if "admission-timeout-minutes (0)" in (r.error or "")]
+    assert bool(refused) is fails
+    assert len(refused) == (len(specs) if fails else 0)
 
 
 def test_the_sweep_table_has_the_loss_columns(sweep):
