@@ -266,6 +266,21 @@ SAMPLES = 5
 #: What a guard prints when it refuses because the quota is spent (it fails closed and says so).
 _GUARD_REFUSED = "REFUSED the workload"
 _QUOTA_WORDS = re.compile(r"rate limit|quota", re.IGNORECASE)
+#: The line of a guard's refusal (its annotation), which names what ended it.
+_REFUSAL_LINE = re.compile(r"^::error title=Guard refused the workload::.*$", re.MULTILINE)
+
+
+def refused_for_spent_quota(log: str) -> bool:
+    """Whether a guard's refusal names the spent primary quota (a secondary limit has no reset).
+
+    Read from the refusal's own line: an earlier line may quote a secondary limit that a retry
+    got past, and every rate-limit error carries a fix that mentions the quota.
+    """
+    found = _REFUSAL_LINE.search(log)
+    line = found.group(0) if found else log
+    return bool(_QUOTA_WORDS.search(line)) and "secondary rate limit" not in line.lower()
+
+
 #: The notice a guard prints before it waits for a spent quota's reset.
 _GUARD_WAITS = "title=Guard waiting for API quota::"
 
@@ -297,7 +312,7 @@ def guard_figures(trial: Trial) -> dict[str, Any]:
         g
         for g, log in zip(trial.guard_logs, logs, strict=True)
         if _GUARD_REFUSED in log
-        and _QUOTA_WORDS.search(log)
+        and refused_for_spent_quota(log)
         and g.lines
         and _reset_within(resets, g.lines[-1][0], wait * 60.0)
     ]
@@ -306,7 +321,7 @@ def guard_figures(trial: Trial) -> dict[str, Any]:
         "guards_waited": sum(waited),
         "guards_waited_own": sum(1 for log in logs if _GUARD_WAITS in log),
         "guards_refused": len(refused),
-        "guards_refused_quota": sum(1 for log in refused if _QUOTA_WORDS.search(log)),
+        "guards_refused_quota": sum(1 for log in refused if refused_for_spent_quota(log)),
         "guards_refused_quota_within_wait": len(near),
         "guard_wait_minutes": wait,
         "guard_sent": totals.sent,

@@ -53,6 +53,7 @@ from bench.sweep import (
     load_figures,
     peak_points_per_minute,
     quota_resets,
+    refused_for_spent_quota,
     render_sweep,
     run_sweep,
 )
@@ -674,6 +675,18 @@ def test_a_guard_waits_for_a_near_reset_and_the_sweep_says_so():
     assert load_figures(refused)["guards_refused_quota_within_wait"] == 0
     assert guard_figures(replace(refused, guard_wait=10))["guards_refused_quota_within_wait"] == 1
     assert guard_figures(replace(refused, guard_wait=4))["guards_refused_quota_within_wait"] == 0
+
+
+def test_a_guard_refused_by_a_secondary_limit_is_no_refusal_for_a_spent_quota():
+    """g-quota and g-near count refusals for the spent primary quota only: a secondary limit has
+    no reset to wait for (and its error's fix mentions the quota too)."""
+    retried = "GET /x -> 403 (secondary rate limit), request id 1; retry 1 of 2 in 60s"
+    refusal = "::error title=Guard refused the workload::source ref: expected a, observed GET /x: "
+    secondary = refusal + "-> 403: You have exceeded a secondary rate limit. Fix: the API quota"
+    primary = refusal + "the API quota is spent until its reset at 10:00:00Z, in 1801s"
+    assert not refused_for_spent_quota(f"{retried}\n{secondary}")
+    assert refused_for_spent_quota(f"{retried}\n{primary}")
+    assert refused_for_spent_quota("Guard REFUSED ... API rate limit exceeded")  # no annotation
 
 
 def test_quota_resets_follow_the_fakes_windows():
