@@ -220,6 +220,33 @@ def test_signal_while_the_dispatch_is_in_flight_finds_and_cancels_the_child():
     assert kid.conclusion == "cancelled"
 
 
+def test_a_signal_during_the_dispatch_sent_again_after_a_rate_limit_finds_its_child():
+    """The first POST was refused by the secondary limit; the signal comes while the same
+    request id is sent again: that one may have made a run, so it counts as a dispatch sent, is
+    looked for by its run-name, and its child is cancelled."""
+    refused = Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1)
+
+    def case(interrupt_at: float | None) -> Case:
+        return Case(
+            inputs=base_inputs({"queue-timeout-minutes": "1.5", "execution-timeout-minutes": "1"}),
+            timings=Timings(latency=1.0),
+            faults=(refused,),
+            interrupt_at=interrupt_at,
+            guard=False,
+        )
+
+    first, again = dispatch_posts(execute(case(None)).world)[:2]  # where the second POST lands
+    outcome = execute(case(again + 0.3))  # its reply comes a second after it is served
+    run = outcome.run
+    assert [e.status for e in outcome.world.ledger if e.path.endswith("/dispatches")] == [403, 200]
+    [kid] = children(outcome.world)
+    assert run.outputs["attempts"] == "1"
+    assert run.state.get("refused-request-id", "") == ""  # the refusal no longer stands
+    assert run.state["child-run-id"] == str(kid.run_id)
+    assert kid.conclusion == "cancelled"
+    assert first < again
+
+
 @pytest.mark.found_by("review", issue=26)
 def test_a_signal_during_the_dispatch_cancels_confirms_and_names_every_run_bearing_its_id():
     """SIGTERM while the POST is in flight; a copy 1 s after the real child: both are cancelled

@@ -334,6 +334,20 @@ def test_a_dispatch_refused_by_the_secondary_limit_at_admission_timeout_zero_sto
     assert "admission-timeout-minutes (0); no child was dispatched" in result.log
 
 
+def test_a_secondary_wait_that_fills_what_is_left_of_the_budget_is_taken_without_spread():
+    """One minute of admission budget and GitHub asks a minute: the wait is taken, and its random
+    spread is cut to what is left (none), then the dispatch goes."""
+    refused_once = Fault(
+        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
+    )
+    s = Scenario(faults=[refused_once]).pools([])
+    result = s.run({"admission-timeout-minutes": "1"})
+    assert result.exit_code == 0, result.log
+    assert 60.0 in s.clock.sleeps
+    assert all(wait <= 60.0 for wait in s.clock.sleeps)
+    assert len(dispatch_posts(s.world)) == 2
+
+
 @pytest.mark.parametrize(
     ("latency", "ended_by"),
     [(0.0, "retry 2 of 2 in 60s"), (0.25, "did not show as active within 2 minutes")],
@@ -510,6 +524,14 @@ class _LowestSpread(random.Random):
         return a
 
 
+class _HighestSpread(random.Random):
+    """A random source whose every draw is the highest value allowed."""
+
+    def uniform(self, a: float, b: float) -> float:
+        del a
+        return b
+
+
 def test_the_admission_spread_starts_at_zero_minutes(monkeypatch):
     """Documented: the reset plus 0 to 5 minutes. The lowest draw wakes at the reset itself."""
     monkeypatch.setattr(cli, "_spread_source", lambda *_args, **_kwargs: _LowestSpread())
@@ -519,3 +541,17 @@ def test_the_admission_spread_starts_at_zero_minutes(monkeypatch):
     assert result.exit_code == 0, result.log
     [dispatched] = dispatch_posts(s.world)
     assert dispatched == RESET + 1.0  # the reset's whole second, +1 s for the clocks
+
+
+def test_the_secondary_spread_starts_at_zero_and_ends_at_two_minutes(monkeypatch):
+    """Documented: GitHub's wait plus 0 to 2 minutes; the lowest draw waits GitHub's wait alone,
+    the highest two minutes more."""
+    refused_once = Fault(
+        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
+    )
+    for source, spread in ((_LowestSpread, 0.0), (_HighestSpread, 120.0)):
+        monkeypatch.setattr(cli, "_spread_source", lambda *_args, _s=source, **_kwargs: _s())
+        s = Scenario(faults=[refused_once]).pools([])
+        result = s.run()
+        assert result.exit_code == 0, result.log
+        assert 60.0 + spread in s.clock.sleeps
