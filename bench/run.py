@@ -1,5 +1,8 @@
 """The benchmark: ours (ETags that hold, ETags that change on every read) against the original's polling.
 
+Long (the bench's one command line) because its four measurements and the load sweep's options
+are parsed, run and printed from one place.
+
     .venv/bin/python -m bench            # full run (a few minutes), table on stdout, JSON in bench/results/
     .venv/bin/python -m bench --quick    # seconds: short horizons, small N, a 100-request quota
     .venv/bin/python -m bench --load-sweep [--quick] [--quota N]   # fixed loads, run as jobs
