@@ -220,6 +220,25 @@ def test_signal_while_the_dispatch_is_in_flight_finds_and_cancels_the_child():
     assert kid.conclusion == "cancelled"
 
 
+def test_a_signal_during_the_wait_after_a_refused_dispatch_looks_for_no_run():
+    """The secondary limit refused the POST (no run was made); the signal comes during
+    admission's wait: nothing is in flight, so neither step lists runs by run-name."""
+    refused = Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1)
+    case = Case(
+        inputs=base_inputs({"queue-timeout-minutes": "1.5", "execution-timeout-minutes": "1"}),
+        timings=Timings(latency=1.0),
+        faults=(refused,),
+        interrupt_at=30.0,
+        guard=False,
+    )
+    outcome = execute(case)
+    assert outcome.observed.interrupted_at is not None
+    assert [e.status for e in outcome.world.ledger if e.path.endswith("/dispatches")] == [403]
+    assert [e for e in outcome.world.ledger if re.search(LISTING, e.path)] == []
+    assert children(outcome.world) == []
+    assert outcome.run.outputs["attempts"] == "0"
+
+
 def test_a_signal_during_the_dispatch_sent_again_after_a_rate_limit_finds_its_child():
     """The first POST was refused by the secondary limit; the signal comes while the same
     request id is sent again: that one may have made a run, so it counts as a dispatch sent, is
