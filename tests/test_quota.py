@@ -555,3 +555,16 @@ def test_the_secondary_spread_starts_at_zero_and_ends_at_two_minutes(monkeypatch
         result = s.run()
         assert result.exit_code == 0, result.log
         assert 60.0 + spread in s.clock.sleeps
+
+
+def test_a_retry_after_of_zero_is_no_wait_before_the_spread(monkeypatch):
+    """GitHub may ask for no wait at all: with the lowest draw the coordinator waits nothing."""
+    monkeypatch.setattr(cli, "_spread_source", lambda *_args, **_kwargs: _LowestSpread())
+    refused = Fault(
+        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=0
+    )
+    s = Scenario(faults=[refused]).pools([])
+    result = s.run()
+    assert result.exit_code == 0, result.log
+    first, second = dispatch_posts(s.world)
+    assert second == first  # the checks again and the dispatch, with no time between
