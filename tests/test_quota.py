@@ -250,6 +250,17 @@ def _long_retry_after(path: str = "/git/ref/", method: str = "GET", count: int =
     )
 
 
+def _dispatch_refused(count: int | None = 1, retry_after: int = 60) -> Fault:
+    """GitHub's secondary limit refuses the dispatch POST `count` times (None: every time)."""
+    return Fault(
+        kind="secondary_rate_limit",
+        method="POST",
+        path=r"/dispatches$",
+        count=count,
+        retry_after=retry_after,
+    )
+
+
 def test_a_long_retry_after_before_dispatch_is_an_admission_wait():
     """A departure: no child exists, so the two minutes asked are waited (plus a random spread)
     within admission-timeout-minutes, never a minute early; then every check and the dispatch."""
@@ -283,9 +294,7 @@ def test_a_long_retry_after_before_dispatch_fails_with_no_child_at_admission_tim
 def test_a_dispatch_refused_by_the_secondary_limit_goes_again_after_the_wait():
     """A departure: the refusal created nothing, so after admission's wait every check before
     the dispatch runs again and the dispatch goes once more, with the same request id."""
-    refused_once = Fault(
-        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
-    )
+    refused_once = _dispatch_refused()
     s = Scenario(faults=[refused_once]).pools([])
     result = s.run()
     assert result.exit_code == 0, result.log
@@ -308,7 +317,7 @@ def test_a_dispatch_sent_again_whose_reply_is_lost_is_found_by_its_run_name_and_
     as any lost reply is (the run found by its run-name, cancelled, no other pool)."""
     s = Scenario(
         faults=[
-            Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1),
+            _dispatch_refused(),
             Fault(kind="lost_reply", method="POST", path=r"/dispatches$", count=1),
         ]
     ).pools(FOREVER, [])
@@ -323,9 +332,7 @@ def test_a_dispatch_sent_again_whose_reply_is_lost_is_found_by_its_run_name_and_
 
 def test_a_dispatch_refused_by_the_secondary_limit_at_admission_timeout_zero_stops():
     """With no admission budget the refusal is final (the spec's rule): one POST, no child."""
-    refused_once = Fault(
-        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
-    )
+    refused_once = _dispatch_refused()
     s = Scenario(faults=[refused_once]).pools([])
     result = s.run({"admission-timeout-minutes": "0"})
     assert result.exit_code == 1
@@ -337,9 +344,7 @@ def test_a_dispatch_refused_by_the_secondary_limit_at_admission_timeout_zero_sto
 def test_a_secondary_wait_that_fills_what_is_left_of_the_budget_is_taken_without_spread():
     """One minute of admission budget and GitHub asks a minute: the wait is taken, and its random
     spread is cut to what is left (none), then the dispatch goes."""
-    refused_once = Fault(
-        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
-    )
+    refused_once = _dispatch_refused()
     s = Scenario(faults=[refused_once]).pools([])
     result = s.run({"admission-timeout-minutes": "1"})
     assert result.exit_code == 0, result.log
@@ -378,7 +383,7 @@ def test_the_parent_check_refused_past_its_grace_is_checked_again_after_the_wait
 
 def test_secondary_limits_before_the_dispatch_share_the_admission_budget():
     """Refused again and again: the waits add up against admission-timeout-minutes, then stop."""
-    always = Fault(kind="secondary_rate_limit", method="POST", path=r"/dispatches$", retry_after=60)
+    always = _dispatch_refused(count=None)
     s = Scenario(faults=[always]).pools([])
     result = s.run({"admission-timeout-minutes": "10"})
     assert result.exit_code == 1
@@ -546,9 +551,7 @@ def test_the_admission_spread_starts_at_zero_minutes(monkeypatch):
 def test_the_secondary_spread_starts_at_zero_and_ends_at_two_minutes(monkeypatch):
     """Documented: GitHub's wait plus 0 to 2 minutes; the lowest draw waits GitHub's wait alone,
     the highest two minutes more."""
-    refused_once = Fault(
-        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=60
-    )
+    refused_once = _dispatch_refused()
     for source, spread in ((_LowestSpread, 0.0), (_HighestSpread, 120.0)):
         monkeypatch.setattr(cli, "_spread_source", lambda *_args, _s=source, **_kwargs: _s())
         s = Scenario(faults=[refused_once]).pools([])
@@ -560,9 +563,7 @@ def test_the_secondary_spread_starts_at_zero_and_ends_at_two_minutes(monkeypatch
 def test_a_retry_after_of_zero_is_no_wait_before_the_spread(monkeypatch):
     """GitHub may ask for no wait at all: with the lowest draw the coordinator waits nothing."""
     monkeypatch.setattr(cli, "_spread_source", lambda *_args, **_kwargs: _LowestSpread())
-    refused = Fault(
-        kind="secondary_rate_limit", method="POST", path=r"/dispatches$", count=1, retry_after=0
-    )
+    refused = _dispatch_refused(retry_after=0)
     s = Scenario(faults=[refused]).pools([])
     result = s.run()
     assert result.exit_code == 0, result.log
