@@ -237,10 +237,12 @@ def test_the_jobs_end_costs_two_requests_once_per_sequence():
     assert reads_of(s, f"/actions/runs/{PARENT_RUN_ID}/attempts/1/jobs") == 1
 
 
+@pytest.mark.found_by("mutation", issue=47)
 def test_a_known_job_end_is_no_child_a_limit_before_the_dispatch_keeps_the_spec_rule():
     """Reading the job's end is the sequence's first fact; no child may exist yet, so with
     admission-timeout-minutes 0 a two-minute secondary limit on the source's read still ends it
-    at once, as the spec says, instead of being waited out as for a child."""
+    at once, as the spec says, instead of being waited out as for a child. (Nothing held the
+    state's first `run_unseen`: started True, it made the client wait out that limit.)"""
     limit = Fault("secondary_rate_limit", method="GET", path="/git/ref/", end=10.0, retry_after=120)
     s = job_scenario(coordinator_yaml("300"), limit)
     s.inputs["admission-timeout-minutes"] = "0"
