@@ -26,7 +26,7 @@ from runner_queue_fallback.workflow.plan import make_plan
 from tests.invariants import dispatch_posts
 from tests.outside import Tamper, json_body, with_json
 from tests.test_coordinator import FOREVER, Scenario
-from tests.test_quota import spend_all_at
+from tests.test_quota import long_retry_after, spend_all_at
 
 if TYPE_CHECKING:
     from runner_queue_fallback.action.sequence.state import SequenceState
@@ -243,8 +243,7 @@ def test_a_known_job_end_is_no_child_a_limit_before_the_dispatch_keeps_the_spec_
     admission-timeout-minutes 0 a two-minute secondary limit on the source's read still ends it
     at once, as the spec says, instead of being waited out as for a child. (Nothing held the
     state's first `run_unseen`: started True, it made the client wait out that limit.)"""
-    limit = Fault("secondary_rate_limit", method="GET", path="/git/ref/", end=10.0, retry_after=120)
-    s = job_scenario(coordinator_yaml("300"), limit)
+    s = job_scenario(coordinator_yaml("300"), long_retry_after())
     s.inputs["admission-timeout-minutes"] = "0"
     result = run(s)
     assert result.exit_code == 1, result.log

@@ -237,7 +237,7 @@ def test_quota_spent_during_the_cancellation_proof_stops_and_cleans_up_after_the
     assert len(refused(s)) <= 1
 
 
-def _long_retry_after(path: str = "/git/ref/", method: str = "GET", count: int = 1) -> Fault:
+def long_retry_after(path: str = "/git/ref/", method: str = "GET", count: int = 1) -> Fault:
     """A secondary limit asking two minutes, before any dispatch (the source ref's read)."""
     return Fault(
         kind="secondary_rate_limit",
@@ -264,7 +264,7 @@ def _dispatch_refused(count: int | None = 1, retry_after: int = 60) -> Fault:
 def test_a_long_retry_after_before_dispatch_is_an_admission_wait():
     """A departure: no child exists, so the two minutes asked are waited (plus a random spread)
     within admission-timeout-minutes, never a minute early; then every check and the dispatch."""
-    s = Scenario(faults=[_long_retry_after()]).pools([], [], [])
+    s = Scenario(faults=[long_retry_after()]).pools([], [], [])
     result = s.run()
     assert result.exit_code == 0, result.log
     assert "retry after 120s" in result.log
@@ -280,7 +280,7 @@ def test_a_long_retry_after_before_dispatch_is_an_admission_wait():
 
 def test_a_long_retry_after_before_dispatch_fails_with_no_child_at_admission_timeout_zero():
     """The spec's rule with `admission-timeout-minutes: 0`: not retried, no child, input named."""
-    s = Scenario(faults=[_long_retry_after()]).pools([], [], [])
+    s = Scenario(faults=[long_retry_after()]).pools([], [], [])
     result = s.run({"admission-timeout-minutes": "0"})
     assert result.exit_code == 1
     assert dispatch_posts(s.world) == []
